@@ -1,0 +1,321 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KubeVirt is the cluster's one KubeVirt installation: the operator installs,
+// upgrades and removes the control plane it describes.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=kv;kvs,categories=all
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.targetKubeVirtVersion`,priority=1
+// +kubebuilder:printcolumn:name="Observed",type=string,JSONPath=`.status.observedKubeVirtVersion`,priority=1
+type KubeVirt struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   KubeVirtSpec   `json:"spec"`
+	Status KubeVirtStatus `json:"status,omitempty"`
+}
+
+// KubeVirtList is a list of KubeVirt.
+//
+// +kubebuilder:object:root=true
+type KubeVirtList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KubeVirt `json:"items"`
+}
+
+// KubeVirtSpec is what the cluster admin asks for.
+type KubeVirtSpec struct {
+	// ImageTag overrides the version (image tag) of every component.
+	ImageTag string `json:"imageTag,omitempty"`
+	// ImageRegistry overrides the registry of every component image.
+	ImageRegistry string `json:"imageRegistry,omitempty"`
+	// ImagePullPolicy of every component container.
+	// +kubebuilder:validation:Enum=Always;Never;IfNotPresent
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// ImagePullSecrets added to every component pod.
+	// +listType=atomic
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// MonitorNamespace is where Prometheus runs; empty means openshift-monitoring, then monitoring.
+	MonitorNamespace string `json:"monitorNamespace,omitempty"`
+	// ServiceMonitorNamespace is where the ServiceMonitor goes; empty means MonitorNamespace.
+	ServiceMonitorNamespace string `json:"serviceMonitorNamespace,omitempty"`
+	// MonitorAccount is Prometheus' ServiceAccount; empty means prometheus-k8s.
+	MonitorAccount string `json:"monitorAccount,omitempty"`
+
+	// WorkloadUpdateStrategy says how running VMIs move to new components after an upgrade.
+	WorkloadUpdateStrategy KubeVirtWorkloadUpdateStrategy `json:"workloadUpdateStrategy,omitempty"`
+
+	// UninstallStrategy says whether deleting the CR is refused while workloads exist.
+	UninstallStrategy KubeVirtUninstallStrategy `json:"uninstallStrategy,omitempty"`
+
+	// CertificateRotateStrategy sets the lifetimes of the self-signed certificates.
+	CertificateRotateStrategy KubeVirtCertificateRotateStrategy `json:"certificateRotateStrategy,omitempty"`
+
+	// ProductVersion, ProductName and ProductComponent label every created object.
+	ProductVersion   string `json:"productVersion,omitempty"`
+	ProductName      string `json:"productName,omitempty"`
+	ProductComponent string `json:"productComponent,omitempty"`
+
+	// Configuration holds the settings components read at run time.
+	Configuration KubeVirtConfiguration `json:"configuration,omitempty"`
+
+	// Infra places and sizes the control-plane components (virt-api, virt-controller, ...).
+	Infra *ComponentConfig `json:"infra,omitempty"`
+	// Workloads places virt-handler and therefore the nodes that may run VMs.
+	Workloads *ComponentConfig `json:"workloads,omitempty"`
+
+	// CustomizeComponents patches and flags applied to the generated objects.
+	CustomizeComponents CustomizeComponents `json:"customizeComponents,omitempty"`
+
+	// SynchronizationPort is the port of virt-synchronization-controller (default 9185).
+	SynchronizationPort string `json:"synchronizationPort,omitempty"`
+}
+
+// WorkloadUpdateMethod is one way to move a VMI onto new components.
+// +kubebuilder:validation:Enum=LiveMigrate;Evict
+type WorkloadUpdateMethod string
+
+const (
+	// WorkloadUpdateMethodLiveMigrate live-migrates the VMI into a new launcher pod.
+	WorkloadUpdateMethodLiveMigrate WorkloadUpdateMethod = "LiveMigrate"
+	// WorkloadUpdateMethodEvict evicts the VMI's launcher pod.
+	WorkloadUpdateMethodEvict WorkloadUpdateMethod = "Evict"
+)
+
+// KubeVirtWorkloadUpdateStrategy says how outdated VMIs are updated.
+type KubeVirtWorkloadUpdateStrategy struct {
+	// WorkloadUpdateMethods allowed; empty means workloads are never updated automatically.
+	// +listType=atomic
+	WorkloadUpdateMethods []WorkloadUpdateMethod `json:"workloadUpdateMethods,omitempty"`
+	// BatchEvictionSize is how many VMIs are evicted per interval (default 10).
+	// +kubebuilder:validation:Minimum=1
+	BatchEvictionSize *int `json:"batchEvictionSize,omitempty"`
+	// BatchEvictionInterval is the time between eviction batches (default 1m), a Go duration.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	BatchEvictionInterval *metav1.Duration `json:"batchEvictionInterval,omitempty"`
+}
+
+// KubeVirtUninstallStrategy decides what deleting the KubeVirt CR does while VMIs exist.
+// +kubebuilder:validation:Enum=RemoveWorkloads;BlockUninstallIfWorkloadsExist
+type KubeVirtUninstallStrategy string
+
+const (
+	// UninstallStrategyRemoveWorkloads removes the control plane even if VMIs exist.
+	UninstallStrategyRemoveWorkloads KubeVirtUninstallStrategy = "RemoveWorkloads"
+	// UninstallStrategyBlockUninstallIfWorkloadsExist refuses to uninstall while VMIs exist (the default).
+	UninstallStrategyBlockUninstallIfWorkloadsExist KubeVirtUninstallStrategy = "BlockUninstallIfWorkloadsExist"
+)
+
+// KubeVirtCertificateRotateStrategy configures certificate rotation.
+type KubeVirtCertificateRotateStrategy struct {
+	SelfSigned *KubeVirtSelfSignConfiguration `json:"selfSigned,omitempty"`
+}
+
+// KubeVirtSelfSignConfiguration sets the lifetimes of the self-signed CA and server certificates.
+type KubeVirtSelfSignConfiguration struct {
+	// CA is the CA certificate's duration and renewal point (default 168h, renew 16.8h before).
+	CA *CertConfig `json:"ca,omitempty"`
+	// Server is the serving certificates' duration and renewal point (default 24h, renew 2.4h before).
+	Server *CertConfig `json:"server,omitempty"`
+}
+
+// CertConfig is one certificate's lifetime.
+type CertConfig struct {
+	// +kubebuilder:validation:Type=string
+	Duration *metav1.Duration `json:"duration,omitempty"`
+	// +kubebuilder:validation:Type=string
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+}
+
+// KubeVirtConfiguration holds settings that components read from the CR.
+// Fields the operator does not use are preserved as written.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
+type KubeVirtConfiguration struct {
+	DeveloperConfiguration  *DeveloperConfiguration  `json:"developerConfiguration,omitempty"`
+	MigrationConfiguration  *MigrationConfiguration  `json:"migrations,omitempty"`
+	VirtTemplateDeployment  *VirtTemplateDeployment  `json:"virtTemplateDeployment,omitempty"`
+	RoleAggregationStrategy *RoleAggregationStrategy `json:"roleAggregationStrategy,omitempty"`
+}
+
+// DeveloperConfiguration holds the feature gates.
+type DeveloperConfiguration struct {
+	// +listType=atomic
+	FeatureGates []string `json:"featureGates,omitempty"`
+	// +listType=atomic
+	DisabledFeatureGates []string `json:"disabledFeatureGates,omitempty"`
+}
+
+// MigrationConfiguration holds the live-migration settings the operator uses.
+type MigrationConfiguration struct {
+	// ParallelMigrationsPerCluster caps concurrent migrations in the cluster (default 5).
+	ParallelMigrationsPerCluster *uint32 `json:"parallelMigrationsPerCluster,omitempty"`
+	// ParallelOutboundMigrationsPerNode caps concurrent migrations leaving one node (default 2).
+	ParallelOutboundMigrationsPerNode *uint32 `json:"parallelOutboundMigrationsPerNode,omitempty"`
+	// Network is the NetworkAttachmentDefinition used for migration traffic.
+	Network *string `json:"network,omitempty"`
+}
+
+// VirtTemplateDeployment turns the virt-template bundle on or off.
+type VirtTemplateDeployment struct {
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// RoleAggregationStrategy says whether KubeVirt's ClusterRoles aggregate into the default roles.
+// +kubebuilder:validation:Enum=AggregateToDefault;Manual
+type RoleAggregationStrategy string
+
+// ComponentConfig places and sizes a group of components.
+type ComponentConfig struct {
+	// NodePlacement for the components' pods.
+	NodePlacement *NodePlacement `json:"nodePlacement,omitempty"`
+	// Replicas of each Deployment (infra only); must not be 0.
+	// +kubebuilder:validation:Minimum=1
+	Replicas *uint8 `json:"replicas,omitempty"`
+}
+
+// NodePlacement is the scheduling constraints copied into the components' pod templates.
+type NodePlacement struct {
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	Affinity     *corev1.Affinity  `json:"affinity,omitempty"`
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// CustomizeComponents patches and flags applied on top of the install strategy.
+type CustomizeComponents struct {
+	// +listType=atomic
+	Patches []CustomizeComponentsPatch `json:"patches,omitempty"`
+	Flags   *Flags                     `json:"flags,omitempty"`
+}
+
+// CustomizeComponentsPatch is one patch applied to every generated object of a kind and name.
+type CustomizeComponentsPatch struct {
+	// ResourceName is the object's name, or "*" for all of ResourceType.
+	// +kubebuilder:validation:MinLength=1
+	ResourceName string `json:"resourceName"`
+	// ResourceType is the kind's plural resource, e.g. Deployment or DaemonSet.
+	// +kubebuilder:validation:MinLength=1
+	ResourceType string `json:"resourceType"`
+	// Patch is the patch document.
+	Patch string `json:"patch"`
+	// Type of the patch.
+	Type PatchType `json:"type"`
+}
+
+// PatchType is a customizeComponents patch's format.
+// +kubebuilder:validation:Enum=json;merge;strategic
+type PatchType string
+
+const (
+	JSONPatchType           PatchType = "json"
+	MergePatchType          PatchType = "merge"
+	StrategicMergePatchType PatchType = "strategic"
+)
+
+// Flags replace the command-line flags of the components.
+type Flags struct {
+	API        map[string]string `json:"api,omitempty"`
+	Controller map[string]string `json:"controller,omitempty"`
+	Handler    map[string]string `json:"handler,omitempty"`
+}
+
+// KubeVirtPhase is the installation's lifecycle phase.
+type KubeVirtPhase string
+
+const (
+	KubeVirtPhaseUnset     KubeVirtPhase = ""
+	KubeVirtPhaseDeploying KubeVirtPhase = "Deploying"
+	KubeVirtPhaseDeployed  KubeVirtPhase = "Deployed"
+	KubeVirtPhaseDeleting  KubeVirtPhase = "Deleting"
+	KubeVirtPhaseDeleted   KubeVirtPhase = "Deleted"
+)
+
+// KubeVirtStatus is what the operator observed and decided.
+type KubeVirtStatus struct {
+	Phase      KubeVirtPhase       `json:"phase,omitempty"`
+	Conditions []KubeVirtCondition `json:"conditions,omitempty"`
+
+	OperatorVersion string `json:"operatorVersion,omitempty"`
+
+	TargetKubeVirtVersion  string `json:"targetKubeVirtVersion,omitempty"`
+	TargetKubeVirtRegistry string `json:"targetKubeVirtRegistry,omitempty"`
+	TargetDeploymentConfig string `json:"targetDeploymentConfig,omitempty"`
+	TargetDeploymentID     string `json:"targetDeploymentID,omitempty"`
+
+	ObservedKubeVirtVersion  string `json:"observedKubeVirtVersion,omitempty"`
+	ObservedKubeVirtRegistry string `json:"observedKubeVirtRegistry,omitempty"`
+	ObservedDeploymentConfig string `json:"observedDeploymentConfig,omitempty"`
+	ObservedDeploymentID     string `json:"observedDeploymentID,omitempty"`
+
+	ObservedGeneration  *int64 `json:"observedGeneration,omitempty"`
+	DefaultArchitecture string `json:"defaultArchitecture,omitempty"`
+
+	// OutdatedVirtualMachineInstanceWorkloads counts VMIs still on an old launcher.
+	OutdatedVirtualMachineInstanceWorkloads *int `json:"outdatedVirtualMachineInstanceWorkloads,omitempty"`
+
+	// Generations records the last applied generation of each managed object.
+	// +listType=atomic
+	Generations []GenerationStatus `json:"generations,omitempty"`
+
+	// HandlerRollout shows the progress of the virt-handler canary rollout.
+	HandlerRollout *HandlerRolloutStatus `json:"handlerRollout,omitempty"`
+}
+
+// GenerationStatus is the last generation the operator applied to one object.
+type GenerationStatus struct {
+	Group          string `json:"group"`
+	Resource       string `json:"resource"`
+	Namespace      string `json:"namespace,omitempty"`
+	Name           string `json:"name"`
+	LastGeneration int64  `json:"lastGeneration"`
+	Hash           string `json:"hash,omitempty"`
+}
+
+// HandlerRolloutStatus is the virt-handler canary rollout as the operator sees it.
+type HandlerRolloutStatus struct {
+	// Phase of the rollout: Started, Canary, Increasing, Waiting, Successful or Failed.
+	Phase         string       `json:"phase,omitempty"`
+	DesiredPods   int32        `json:"desiredPods,omitempty"`
+	UpdatedPods   int32        `json:"updatedPods,omitempty"`
+	ReadyPods     int32        `json:"readyPods,omitempty"`
+	CanaryPod     string       `json:"canaryPod,omitempty"`
+	CanaryNode    string       `json:"canaryNode,omitempty"`
+	StartedAt     *metav1.Time `json:"startedAt,omitempty"`
+	PhaseChangeAt *metav1.Time `json:"phaseChangeAt,omitempty"`
+	Message       string       `json:"message,omitempty"`
+}
+
+// KubeVirtConditionType names a condition on the KubeVirt CR.
+type KubeVirtConditionType string
+
+const (
+	KubeVirtConditionAvailable    KubeVirtConditionType = "Available"
+	KubeVirtConditionProgressing  KubeVirtConditionType = "Progressing"
+	KubeVirtConditionDegraded     KubeVirtConditionType = "Degraded"
+	KubeVirtConditionCreated      KubeVirtConditionType = "Created"
+	KubeVirtConditionSynchronized KubeVirtConditionType = "Synchronized"
+)
+
+// KubeVirtCondition is one condition on the KubeVirt CR, shaped as upstream's.
+type KubeVirtCondition struct {
+	Type   KubeVirtConditionType  `json:"type"`
+	Status corev1.ConditionStatus `json:"status"`
+	// +nullable
+	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty"`
+	// +nullable
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	Reason             string      `json:"reason,omitempty"`
+	Message            string      `json:"message,omitempty"`
+}

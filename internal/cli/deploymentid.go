@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+)
+
+// The deployment-id command prints the deployment ID the operator would compute
+// for a KubeVirt CR, so users can see offline whether an edit will roll out.
+//
+// Exit status: 0 on success; 2 (ExitUsage) on bad input — bad flags, a missing or
+// unreadable file, invalid YAML, an object that is not a kubevirt.io/v1 KubeVirt, or
+// a spec the operator would reject — with one line on stderr naming the problem
+// (main prints the returned error and exits with ExitCode). Unknown fields in the
+// file are ignored, as the API server would prune them.
+
+// NewDeploymentIDCommand returns `deployment-id`, reading the process environment
+// as the operator does.
+func NewDeploymentIDCommand() *cobra.Command {
+	return newDeploymentIDCommand(deployid.OSEnv{})
+}
+
+type deploymentIDOptions struct {
+	file, output string
+	env          []string
+}
+
+func newDeploymentIDCommand(processEnv deployid.Env) *cobra.Command {
+	var o deploymentIDOptions
+	cmd := &cobra.Command{
+		Use:   "deployment-id -f KUBEVIRT.yaml [--env NAME=VALUE]... [-o id|json]",
+		Short: "Print the deployment ID the operator would compute for a KubeVirt CR",
+		Long: `Print the deployment ID (default) or, with -o json, the canonical JSON config whose
+SHA-1 it is. The environment is read as the operator reads it (VIRT_OPERATOR_IMAGE,
+KUBEVIRT_VERSION, VIRT_*_IMAGE, KV_IO_EXTRA_ENV_*, ...); --env NAME=VALUE overrides it.
+A KubeVirt without metadata.namespace is taken to live in $POD_NAMESPACE, else kubevirt.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return UsageError(fmt.Errorf("deployment-id takes no arguments, got %q", args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDeploymentID(cmd.OutOrStdout(), o, processEnv)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return UsageError(err) })
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "the KubeVirt CR, as YAML or JSON")
+	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE to set in the operator's environment (repeatable)")
+	f.StringVarP(&o.output, "output", "o", "id", "what to print: id, or json (the canonical config that is hashed)")
+	return cmd
+}
+
+func runDeploymentID(out io.Writer, o deploymentIDOptions, processEnv deployid.Env) error {
+	if o.output != "id" && o.output != "json" {
+		return UsageError(fmt.Errorf("-o %q: want id or json", o.output))
+	}
+	if o.file == "" {
+		return UsageError(errors.New("-f KUBEVIRT.yaml is required"))
+	}
+	env, err := operatorEnv(processEnv, o.env)
+	if err != nil {
+		return UsageError(err)
+	}
+	kv, err := loadKubeVirt(o.file)
+	if err != nil {
+		return UsageError(err)
+	}
+	if kv.Namespace == "" {
+		kv.Namespace = "kubevirt"
+		if ns := env["POD_NAMESPACE"]; ns != "" {
+			kv.Namespace = ns
+		}
+	}
+	cfg, err := deployid.FromKubeVirt(kv, env)
+	if err != nil {
+		return UsageError(fmt.Errorf("%s: %w", o.file, err))
+	}
+	if o.output == "json" {
+		_, err = fmt.Fprintf(out, "%s\n", cfg.CanonicalJSON())
+	} else {
+		_, err = fmt.Fprintln(out, cfg.ID)
+	}
+	return err
+}
+
+// operatorEnv is the process environment with the --env overrides applied.
+func operatorEnv(processEnv deployid.Env, overrides []string) (deployid.MapEnv, error) {
+	env := deployid.EnvFromList(processEnv.Environ())
+	for _, o := range overrides {
+		name, value, ok := strings.Cut(o, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--env %q: want NAME=VALUE", o)
+		}
+		env[name] = value
+	}
+	return env, nil
+}
+
+// loadKubeVirt reads one KubeVirt from a YAML or JSON file.
+func loadKubeVirt(path string) (*v1.KubeVirt, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the KubeVirt: %w", err)
+	}
+	doc, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not valid YAML: %w", path, err)
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal(doc, &head); err != nil || (head.APIVersion == "" && head.Kind == "") {
+		return nil, fmt.Errorf("%s does not hold a Kubernetes object", path)
+	}
+	if head.APIVersion != v1.GroupVersion.String() || head.Kind != "KubeVirt" {
+		return nil, fmt.Errorf("%s holds kind %q of apiVersion %q, not a %s KubeVirt", path, head.Kind, head.APIVersion, v1.GroupVersion)
+	}
+	kv := &v1.KubeVirt{}
+	if err := json.Unmarshal(doc, kv); err != nil {
+		return nil, fmt.Errorf("%s is not a valid KubeVirt: %w", path, err)
+	}
+	return kv, nil
+}

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/virt-operator/virt-operator/internal/operator"
+)
+
+// inClusterNamespaceFile is where a pod finds its own namespace.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// NewRunCommand returns `run`: the operator itself.
+func NewRunCommand() *cobra.Command {
+	var (
+		kubeconfig string
+		logFormat  string
+		opts       operator.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the operator against a cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := SetupLogging(logFormat); err != nil {
+				return err
+			}
+			cfg, err := RESTConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			if opts.Namespace == "" {
+				opts.Namespace = DefaultNamespace()
+			}
+			return operator.Run(ctrl.SetupSignalHandler(), cfg, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster config")
+	f.StringVar(&opts.Namespace, "namespace", "", "namespace the operator and the KubeVirt CR live in; default $POD_NAMESPACE, the pod's namespace, then kubevirt")
+	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables it")
+	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
+	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so only one replica reconciles")
+	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
+	return cmd
+}
+
+// SetupLogging routes controller-runtime and client-go logs through one
+// structured logger.
+func SetupLogging(format string) error {
+	var opts []zap.Opts
+	switch format {
+	case "json":
+		opts = append(opts, zap.UseDevMode(false))
+	case "text":
+		opts = append(opts, zap.UseDevMode(true))
+	default:
+		return fmt.Errorf("--log-format must be json or text, not %q", format)
+	}
+	logger := zap.New(opts...)
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+	return nil
+}
+
+// RESTConfig loads the kubeconfig at path, or the default loading rules when
+// path is empty.
+func RESTConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		return ctrl.GetConfig()
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %v", path, err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// DefaultNamespace is $POD_NAMESPACE, the pod's own namespace, or kubevirt.
+func DefaultNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(inClusterNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return "kubevirt"
+}

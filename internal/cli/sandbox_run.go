@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/operator"
+	"github.com/virt-operator/virt-operator/internal/sandbox"
+)
+
+// NewSandboxRunCommand returns `sandbox run`, what `make run` calls: a sandbox,
+// the operator in the foreground against it, and the sample KubeVirt CR;
+// Ctrl-C stops the operator and tears the sandbox down.
+func NewSandboxRunCommand() *cobra.Command {
+	var (
+		dir, sample, crdDir, logFormat string
+		nodes                          int
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Start a sandbox, run the operator against it and apply a sample KubeVirt CR",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			kv, err := loadKubeVirt(sample)
+			if err != nil {
+				return UsageError(err)
+			}
+			if kv.Namespace == "" {
+				kv.Namespace = DefaultNamespace()
+			}
+			if err := SetupLogging(logFormat); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runSandboxedOperator(ctx, cmd.OutOrStdout(), sandbox.Options{
+				Dir: dir, Nodes: nodes, CRDDir: crdDir, Log: cmd.ErrOrStderr(),
+			}, kv)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", DefaultSandboxDir, "sandbox directory (kubeconfig, logs, data); removed on exit")
+	f.IntVar(&nodes, "nodes", 3, "number of simulated nodes")
+	f.StringVar(&sample, "sample", "config/samples/kubevirt.yaml", "KubeVirt CR to apply once the operator runs")
+	f.StringVar(&crdDir, "crd-dir", DefaultCRDDir(), "directory of the CRDs to install")
+	f.StringVar(&logFormat, "log-format", "text", "operator log format: json or text")
+	return cmd
+}
+
+func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options, kv *v1.KubeVirt) (err error) {
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return err
+	}
+	o.Dir = dir
+	sb, err := sandbox.Up(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(out, "stopping the sandbox ...")
+		err = errors.Join(err, sb.Stop())
+	}()
+
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(sb.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := ensureNamespace(ctx, c, kv.Namespace); err != nil {
+		return err
+	}
+	metricsAddr, err := freeLocalAddr()
+	if err != nil {
+		return err
+	}
+	opCtx, stopOperator := context.WithCancel(ctx)
+	defer stopOperator()
+	opDone := make(chan error, 1)
+	go func() {
+		opDone <- operator.Run(opCtx, sb.RESTConfig(), operator.Options{
+			Namespace: kv.Namespace, MetricsAddr: metricsAddr, HealthAddr: "0", LeaderElection: true,
+		})
+	}()
+	if err := c.Create(ctx, kv); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("applying the sample KubeVirt CR: %w", err)
+	}
+	fmt.Fprintf(out, "\nThe sandbox is up and the operator runs (metrics on http://%s/metrics).\n", metricsAddr)
+	fmt.Fprintf(out, "In another shell:\n\n    export KUBECONFIG=%s\n    kubectl get nodes\n    kubectl get kubevirt -A\n\nPress Ctrl-C to stop and tear everything down.\n\n", sb.Kubeconfig())
+
+	select {
+	case <-ctx.Done():
+		stopOperator()
+		return ignoreCanceled(<-opDone)
+	case err := <-opDone:
+		return fmt.Errorf("the operator stopped: %w", err)
+	}
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// freeLocalAddr returns a loopback address with a port that was free just now,
+// so two sandboxes can run side by side.
+func freeLocalAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), nil
+}
+
+func ignoreCanceled(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

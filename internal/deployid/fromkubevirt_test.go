@@ -1,0 +1,202 @@
+package deployid
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+var idPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+func TestIDIsFortyLowercaseHex(t *testing.T) {
+	cfg := mustConfig(t, newKubeVirt(), baseEnv())
+	if !idPattern.MatchString(cfg.ID) {
+		t.Fatalf("ID %q is not 40 lowercase hex characters", cfg.ID)
+	}
+	if cfg.ID != cfg.ComputeID() {
+		t.Fatalf("ID %q differs from ComputeID %q", cfg.ID, cfg.ComputeID())
+	}
+}
+
+// Regressions for the upstream bugs this package exists to prevent.
+func TestRegressions(t *testing.T) {
+	base := mustConfig(t, newKubeVirt(), baseEnv()).ID
+	tests := []struct {
+		name      string
+		kv        *v1.KubeVirt
+		env       MapEnv
+		changesID bool
+	}{
+		{"only VIRT_HANDLER_IMAGE changed", newKubeVirt(), withEnv(baseEnv(), "VIRT_HANDLER_IMAGE", "quay.io/kubevirt/virt-handler:hotfix"), true},
+		{"only a customizeComponents patch added", newKubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{
+				ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: `{"metadata":{"labels":{"a":"b"}}}`,
+			}}
+		}), baseEnv(), true},
+		{"only infra.nodePlacement changed", newKubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.Infra = &v1.ComponentConfig{NodePlacement: &v1.NodePlacement{NodeSelector: map[string]string{"infra": "true"}}}
+		}), baseEnv(), true},
+		{"only workloadUpdateStrategy.batchEvictionSize changed", newKubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.WorkloadUpdateStrategy.BatchEvictionSize = ptr(42)
+		}), baseEnv(), false},
+		{"only KV_IO_EXTRA_ENV_X added", newKubeVirt(), withEnv(baseEnv(), "KV_IO_EXTRA_ENV_X", "1"), true},
+		{"an unrelated env var", newKubeVirt(), withEnv(baseEnv(), "HOME", "/root"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mustConfig(t, tt.kv, tt.env).ID
+			if changed := got != base; changed != tt.changesID {
+				t.Errorf("ID changed = %v, want %v", changed, tt.changesID)
+			}
+		})
+	}
+}
+
+func TestPassthroughKeepsValueWithEquals(t *testing.T) {
+	cfg := mustConfig(t, newKubeVirt(), withEnv(baseEnv(), "KV_IO_EXTRA_ENV_X", "a=b", "KV_IO_EXTRA_ENV_EMPTY", ""))
+	if got := cfg.PassthroughEnvVars["X"]; got != "a=b" {
+		t.Errorf("PassthroughEnvVars[X] = %q, want %q (upstream truncates; we do not)", got, "a=b")
+	}
+	want := []corev1.EnvVar{{Name: "EMPTY", Value: ""}, {Name: "X", Value: "a=b"}}
+	if got := cfg.PassthroughEnv(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("PassthroughEnv() = %v, want %v", got, want)
+	}
+}
+
+func TestFromKubeVirtRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		name    string
+		kv      *v1.KubeVirt
+		env     Env
+		wantErr string
+	}{
+		{"nil KubeVirt", nil, baseEnv(), "no KubeVirt"},
+		{"nil env", newKubeVirt(), nil, "no environment"},
+		{"bad pull policy", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImagePullPolicy = "Sometimes" }), baseEnv(), `imagePullPolicy "Sometimes"`},
+		{"bad port", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "http" }), baseEnv(), `synchronizationPort "http"`},
+		{"port out of range", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "70000" }), baseEnv(), `synchronizationPort "70000"`},
+		{"zero replicas", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.Infra = &v1.ComponentConfig{Replicas: ptr(uint8(0))} }), baseEnv(), "infra.replicas"},
+		{"bad patch type", newKubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{ResourceName: "*", ResourceType: "*", Type: "yaml"}}
+		}), baseEnv(), `patches[0].type "yaml"`},
+		{"invalid UTF-8 in the environment", newKubeVirt(), withEnv(baseEnv(), "VIRT_API_IMAGE", "api\xff"), "not valid UTF-8"},
+		{"pass-through without a name", newKubeVirt(), withEnv(baseEnv(), "KV_IO_EXTRA_ENV_", "x"), "KV_IO_EXTRA_ENV_ has no name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := FromKubeVirt(tt.kv, tt.env)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("FromKubeVirt() = %v, %v; want an error containing %q", cfg, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// Empty blocks and empty strings are the same as absent ones.
+func TestEmptyIsAbsent(t *testing.T) {
+	base := mustConfig(t, newKubeVirt(), baseEnv()).ID
+	edits := map[string]func(*v1.KubeVirt){
+		"infra {}":                   func(kv *v1.KubeVirt) { kv.Spec.Infra = &v1.ComponentConfig{} },
+		"workloads nodePlacement {}": func(kv *v1.KubeVirt) { kv.Spec.Workloads = &v1.ComponentConfig{NodePlacement: &v1.NodePlacement{}} },
+		"affinity {} and empty maps": func(kv *v1.KubeVirt) {
+			kv.Spec.Infra = &v1.ComponentConfig{NodePlacement: &v1.NodePlacement{Affinity: &corev1.Affinity{}, NodeSelector: map[string]string{}}}
+		},
+		"customizeComponents flags {}":   func(kv *v1.KubeVirt) { kv.Spec.CustomizeComponents.Flags = &v1.Flags{API: map[string]string{}} },
+		"customizeComponents patches []": func(kv *v1.KubeVirt) { kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{} },
+		"migration network \"\"": func(kv *v1.KubeVirt) {
+			kv.Spec.Configuration.MigrationConfiguration = &v1.MigrationConfiguration{Network: ptr("")}
+		},
+		"imagePullSecrets []":          func(kv *v1.KubeVirt) { kv.Spec.ImagePullSecrets = []corev1.LocalObjectReference{} },
+		"empty developerConfiguration": func(kv *v1.KubeVirt) { kv.Spec.Configuration.DeveloperConfiguration = &v1.DeveloperConfiguration{} },
+	}
+	for name, edit := range edits {
+		if got := mustConfig(t, newKubeVirt(edit), baseEnv()).ID; got != base {
+			t.Errorf("%s changes the ID", name)
+		}
+	}
+	cfg := mustConfig(t, newKubeVirt(), baseEnv())
+	withEmpty := cfg.DeepCopy()
+	withEmpty.AdditionalProperties["ProductName"] = ""
+	if withEmpty.ComputeID() != cfg.ID {
+		t.Error(`additionalProperties entry "" changes the ID`)
+	}
+}
+
+func TestFromKubeVirtDoesNotAliasTheSpec(t *testing.T) {
+	kv := newKubeVirt(func(kv *v1.KubeVirt) {
+		kv.Spec.Infra = &v1.ComponentConfig{NodePlacement: &v1.NodePlacement{NodeSelector: map[string]string{"a": "b"}}}
+		kv.Spec.CustomizeComponents.Flags = &v1.Flags{Handler: map[string]string{"v": "4"}}
+	})
+	cfg := mustConfig(t, kv, baseEnv())
+	kv.Spec.Infra.NodePlacement.NodeSelector["a"] = "changed"
+	kv.Spec.CustomizeComponents.Flags.Handler["v"] = "9"
+	if cfg.ComputeID() != cfg.ID {
+		t.Fatal("editing the KubeVirt after FromKubeVirt changed the config")
+	}
+}
+
+func TestGettersDefaults(t *testing.T) {
+	cfg := &Config{}
+	if cfg.ImagePullPolicy() != corev1.PullIfNotPresent || cfg.MonitorAccount() != "prometheus-k8s" ||
+		cfg.SynchronizationPort() != 9185 || cfg.HypervisorName() != "kvm" ||
+		cfg.UninstallStrategy() != v1.UninstallStrategyBlockUninstallIfWorkloadsExist ||
+		strings.Join(cfg.PotentialMonitorNamespaces(), ",") != "openshift-monitoring,monitoring" ||
+		cfg.ImagePullSecrets() != nil || cfg.ProductName() != "" || cfg.MigrationNetwork() != "" {
+		t.Errorf("unexpected defaults: %+v", cfg)
+	}
+}
+
+func TestGettersFromSpec(t *testing.T) {
+	kv := newKubeVirt(func(kv *v1.KubeVirt) {
+		s := &kv.Spec
+		s.ImagePullPolicy = corev1.PullAlways
+		s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "a"}, {Name: "b"}}
+		s.MonitorNamespace, s.ServiceMonitorNamespace, s.MonitorAccount = "mon", "smon", "acct"
+		s.ProductName, s.ProductVersion, s.ProductComponent = "acme", "2.1", "compute"
+		s.SynchronizationPort = "9999"
+		s.UninstallStrategy = v1.UninstallStrategyRemoveWorkloads
+		s.Configuration.MigrationConfiguration = &v1.MigrationConfiguration{Network: ptr("migration-net")}
+		s.Configuration.DeveloperConfiguration = &v1.DeveloperConfiguration{
+			FeatureGates:         []string{GateVMStatsCollector, GatePlugins, GatePersistentReservation, GateContainerPathVolumes},
+			DisabledFeatureGates: []string{GateTemplate, GateDecentralizedLiveMigration},
+		}
+		s.Configuration.RoleAggregationStrategy = ptr(RoleAggregationManual)
+	})
+	cfg := mustConfig(t, kv, baseEnv())
+	if cfg.ImagePullPolicy() != corev1.PullAlways || cfg.MonitorAccount() != "acct" || cfg.SynchronizationPort() != 9999 ||
+		cfg.ServiceMonitorNamespace() != "smon" || strings.Join(cfg.PotentialMonitorNamespaces(), ",") != "mon" ||
+		cfg.ProductName() != "acme" || cfg.ProductVersion() != "2.1" || cfg.ProductComponent() != "compute" ||
+		cfg.UninstallStrategy() != v1.UninstallStrategyRemoveWorkloads || cfg.MigrationNetwork() != "migration-net" {
+		t.Errorf("getters disagree with the spec: %s", cfg.JSON())
+	}
+	if s := cfg.ImagePullSecrets(); len(s) != 2 || s[0].Name != "a" || s[1].Name != "b" {
+		t.Errorf("ImagePullSecrets() = %v", s)
+	}
+	if !cfg.VMStatsCollectorEnabled() || !cfg.PluginsEnabled() || !cfg.PersistentReservationEnabled() ||
+		!cfg.ContainerPathVolumesEnabled() || !cfg.OptOutRoleAggregation() || !cfg.ExternalNetResourceInjection() ||
+		cfg.VirtTemplateDeploymentEnabled() || cfg.DecentralizedLiveMigrationEnabled() {
+		t.Errorf("feature-gate switches wrong: %v", cfg.AdditionalProperties)
+	}
+	defaults := mustConfig(t, newKubeVirt(), baseEnv())
+	if !defaults.VirtTemplateDeploymentEnabled() || !defaults.DecentralizedLiveMigrationEnabled() || defaults.VMStatsCollectorEnabled() {
+		t.Errorf("Beta gates should default on and Alpha off: %v", defaults.AdditionalProperties)
+	}
+}
+
+func TestWorkloadUpdateAndCertificateSettingsStayOut(t *testing.T) {
+	kv := newKubeVirt(func(kv *v1.KubeVirt) {
+		kv.Spec.WorkloadUpdateStrategy = v1.KubeVirtWorkloadUpdateStrategy{
+			WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodEvict},
+			BatchEvictionInterval: &metav1.Duration{Duration: 5},
+		}
+		kv.Spec.CertificateRotateStrategy.SelfSigned = &v1.KubeVirtSelfSignConfiguration{CA: &v1.CertConfig{}}
+	})
+	if mustConfig(t, kv, baseEnv()).ID != mustConfig(t, newKubeVirt(), baseEnv()).ID {
+		t.Error("runtime-only settings changed the ID")
+	}
+}

@@ -1,0 +1,74 @@
+package deployid
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+func jsonUnmarshal(text string, v any) error { return json.Unmarshal([]byte(text), v) }
+
+func TestStatusHelpers(t *testing.T) {
+	kv := newKubeVirt()
+	cfg := mustConfig(t, kv, baseEnv())
+	if IsUpdating(kv) {
+		t.Error("a KubeVirt without status is updating")
+	}
+	SetTarget(kv, cfg)
+	st := kv.Status
+	if st.TargetDeploymentID != cfg.ID || st.TargetKubeVirtVersion != "v1.7.0" || st.TargetKubeVirtRegistry != "quay.io/kubevirt" {
+		t.Errorf("target fields: %+v", st)
+	}
+	if parsed, err := Parse(st.TargetDeploymentConfig); err != nil || parsed.ID != cfg.ID {
+		t.Errorf("targetDeploymentConfig does not parse back: %v", err)
+	}
+	if IsUpdating(kv) {
+		t.Error("a first install (no observed ID) counts as updating")
+	}
+	SetObserved(kv, cfg)
+	if IsUpdating(kv) || kv.Status.ObservedDeploymentConfig != st.TargetDeploymentConfig ||
+		kv.Status.ObservedKubeVirtVersion != "v1.7.0" || kv.Status.ObservedKubeVirtRegistry != "quay.io/kubevirt" {
+		t.Errorf("observed fields: %+v", kv.Status)
+	}
+	next := mustConfig(t, kv, withEnv(baseEnv(), "VIRT_API_IMAGE", "x"))
+	SetTarget(kv, next)
+	if !IsUpdating(kv) {
+		t.Error("observed != target is not updating")
+	}
+}
+
+func TestChangedKeys(t *testing.T) {
+	base := mustConfig(t, newKubeVirt(), baseEnv())
+	tests := []struct {
+		name string
+		kv   *v1.KubeVirt
+		env  MapEnv
+		want []string
+	}{
+		{"nothing", newKubeVirt(), baseEnv(), nil},
+		{"handler image", newKubeVirt(), withEnv(baseEnv(), "VIRT_HANDLER_IMAGE", "h"), []string{"virtHandlerImage"}},
+		{"pull policy and patch", newKubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.ImagePullPolicy = corev1.PullAlways
+			kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{ResourceName: "*", ResourceType: "*", Type: v1.JSONPatchType, Patch: "[]"}}
+		}), baseEnv(), []string{"additionalProperties.ImagePullPolicy", "customizeComponents.patches"}},
+		{"tag", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v2" }), baseEnv(), []string{"kubeVirtVersion", "virtOperatorImage"}},
+		{"infra placement", newKubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.Infra = &v1.ComponentConfig{NodePlacement: &v1.NodePlacement{NodeSelector: map[string]string{"a": "b"}}}
+		}), baseEnv(), []string{"infra.nodePlacement"}},
+		{"pass-through", newKubeVirt(), withEnv(baseEnv(), "KV_IO_EXTRA_ENV_A", "1"), []string{"passthroughEnvVars.A"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ChangedKeys(base, mustConfig(t, tt.kv, tt.env)); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ChangedKeys() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if got := ChangedKeys(nil, &Config{Namespace: "x", ID: "ignored"}); !reflect.DeepEqual(got, []string{"namespace"}) {
+		t.Errorf("ChangedKeys(nil, cfg) = %v", got)
+	}
+}

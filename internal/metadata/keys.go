@@ -1,0 +1,73 @@
+package metadata
+
+// Annotations.
+const (
+	// The target the object was rendered for; compared by the *IsUpToDate checks.
+	InstallStrategyVersionAnnotation    = "kubevirt.io/install-strategy-version"
+	InstallStrategyRegistryAnnotation   = "kubevirt.io/install-strategy-registry"
+	InstallStrategyIdentifierAnnotation = "kubevirt.io/install-strategy-identifier"
+
+	// InstallStrategyConfigMapEncodingAnnotation marks a strategy ConfigMap whose
+	// payload is InstallStrategyConfigMapEncodingGzipBase64; without it the payload is plain.
+	InstallStrategyConfigMapEncodingAnnotation = "kubevirt.io/install-strategy-cm-encoding"
+	InstallStrategyConfigMapEncodingGzipBase64 = "gzip+base64"
+
+	// CustomizerIdentifierAnnotation carries the hash of spec.customizeComponents.
+	CustomizerIdentifierAnnotation = "kubevirt.io/customizer-identifier"
+	// GenerationAnnotation carries the KubeVirt's metadata.generation on top-level
+	// objects only (never on pod templates, so a spec edit restarts no pod).
+	GenerationAnnotation = "kubevirt.io/generation"
+	// EphemeralBackupObjectAnnotation marks RBAC backup copies.
+	EphemeralBackupObjectAnnotation = "kubevirt.io/ephemeral-backup-object"
+	// CertificateDurationAnnotation is a certificate secret's duration, as a Go duration string.
+	CertificateDurationAnnotation = "kubevirt.io/duration"
+	// WebhookCertificateSecretAnnotation names a webhook's serving-certificate secret.
+	WebhookCertificateSecretAnnotation = "certificates.kubevirt.io/secret"
+
+	// RequiredSCCAnnotation pins the OpenShift SCC of a pod template.
+	RequiredSCCAnnotation = "openshift.io/required-scc"
+	RequiredSCCRestricted = "restricted-v2"    // virt-api and related components
+	RequiredSCCHandler    = "kubevirt-handler" // virt-handler
+
+	// Set on the KubeVirt CR itself.
+	LatestObservedAPIVersionAnnotation  = "kubevirt.io/latest-observed-api-version"
+	StorageObservedAPIVersionAnnotation = "kubevirt.io/storage-observed-api-version"
+)
+
+// Labels.
+const (
+	// InstallStrategyLabel (value "") marks install-strategy ConfigMaps and Jobs.
+	InstallStrategyLabel = "kubevirt.io/install-strategy"
+
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "virt-operator"
+	// LegacyManagedByValue is still accepted as "managed by us" (see IsManaged).
+	LegacyManagedByValue = "kubevirt-operator"
+
+	// AppLabel carries the component name (e.g. virt-api) or "".
+	AppLabel            = "kubevirt.io"
+	AppNameLabel        = "app.kubernetes.io/name"
+	AppVersionLabel     = "app.kubernetes.io/version"
+	AppPartOfLabel      = "app.kubernetes.io/part-of"
+	AppComponentLabel   = "app.kubernetes.io/component"
+	DefaultAppComponent = "kubevirt"
+
+	// PrometheusLabel: "true" on scraped objects.
+	PrometheusLabel = "prometheus.kubevirt.io"
+	// AllowAccessClusterServicesLabel: "true" on pods that network policies let reach cluster services.
+	AllowAccessClusterServicesLabel = "np.kubevirt.io/allow-access-cluster-services"
+	// ClusterMonitoringLabel: "true" on the KubeVirt namespace, "" on ServiceMonitors.
+	ClusterMonitoringLabel = "openshift.io/cluster-monitoring"
+	// K8sAppLabel: "kubevirt" on ServiceMonitors.
+	K8sAppLabel = "k8s-app"
+)
+
+// Finalizers.
+const (
+	// KubeVirtFinalizer holds the KubeVirt CR until the control plane is removed.
+	KubeVirtFinalizer = "kubevirt.io/foregroundDeleteKubeVirt"
+	// LegacyKubeVirtFinalizer is stripped whenever it is seen.
+	LegacyKubeVirtFinalizer = "foregroundDeleteKubeVirt"
+	// VirtOperatorFinalizer holds CRDs while the operator deletes their objects.
+	VirtOperatorFinalizer = "kubevirt.io/virtOperatorFinalizer"
+)

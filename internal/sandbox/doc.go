@@ -1,0 +1,44 @@
+// Package sandbox owns the throw-away Kubernetes control plane that the operator's
+// e2e tests, benchmarks and `virt-operator sandbox` run against: etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler as host processes, plus kwok simulating
+// nodes and pods, so hundreds of "nodes" fit on a two-core machine.
+//
+// Design choices:
+//
+//   - Processes are started detached (own process group, output to DIR/logs/NAME.log)
+//     and their pids are recorded in DIR/state.json as each one starts, so the CLI can
+//     exit leaving the cluster running and Down can clean up even a half-started sandbox.
+//     Down waits for every pid to be gone (SIGKILL after a grace period): kube-apiserver
+//     shuts down slowly and would otherwise keep its port while the next sandbox starts.
+//   - Every port is picked at runtime on 127.0.0.1, so several sandboxes can run at once.
+//   - Certificates, the service-account key pair, a static admin token (group
+//     system:masters) and the kubeconfig are generated in Go; every component uses the
+//     same admin kubeconfig. Authorization is RBAC only: there is no kubelet to authorize.
+//   - kube-apiserver runs with TaintNodesByCondition disabled and kube-controller-manager
+//     without the nodeipam and nodelifecycle controllers: otherwise new nodes carry the
+//     not-ready taint until the lifecycle controller removes it, and at hundreds of nodes
+//     late heartbeats make it mark pods NotReady, which kwok never undoes. Without that
+//     controller nothing reads node leases, so kwok does not maintain them.
+//   - ValidatingAdmissionWebhook and MutatingAdmissionWebhook are disabled. The operator
+//     installs webhook configurations pointing at virt-api, whose pods never really run
+//     on kwok nodes; with failurePolicy Fail every matching request would be refused.
+//     With the plugins off the configurations are still created and can be inspected,
+//     but are never called. (APIServices pointing at virt-api remain a caveat: while one
+//     is unavailable, namespace deletion hangs on stale discovery.)
+//   - kwok runs with an embedded stage set (stages.yaml): kwok's node/fast,
+//     node/heartbeat-with-lease and pod/fast stages plus a crash-loop stage. A pod with
+//     any container image ending in "-crashloop" turns Running and Ready like any other
+//     pod, and about 2 s later its containers report CrashLoopBackOff with Ready=False;
+//     the stage fires again every ~2 s raising restartCount, as a real crash loop does.
+//     Pods owned by Jobs are completed (Succeeded) by pod/fast's pod-complete stage.
+//   - Nodes are plain Node objects (cpu 32, memory 256Gi, pods 110, labels
+//     kubernetes.io/hostname, kubernetes.io/os=linux, kubernetes.io/arch=amd64 and
+//     type=kwok, a distinct podCIDR each) that kwok marks Ready. Up also runs a probe pod
+//     (scheduled, made Ready by kwok, deleted) to prove kube-scheduler and kwok work.
+//   - kube-controller-manager and kube-scheduler get 200 QPS towards the apiserver
+//     instead of 20/50, so DaemonSets of hundreds of pods are not throttled by them.
+//     RESTConfig keeps client-go's defaults, so an operator under test is throttled
+//     as it would be in a real cluster.
+//   - etcd runs with --unsafe-no-fsync: the data is thrown away with the sandbox and
+//     fsync latency on a shared disk would slow every write.
+package sandbox

@@ -1,0 +1,275 @@
+package sandbox
+
+import (
+	"bytes"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func readPEM(t *testing.T, path string) *pem.Block {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		t.Fatalf("%s: no PEM block", path)
+	}
+	return block
+}
+
+func TestGenerateCerts(t *testing.T) {
+	f, err := generateCerts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(readPEM(t, f.CACert).Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := x509.ParseCertificate(readPEM(t, f.ServingCert).Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		if _, err := serving.Verify(x509.VerifyOptions{DNSName: host, Roots: pool}); err != nil {
+			t.Errorf("serving cert for %s: %v", host, err)
+		}
+	}
+	if _, err := x509.ParsePKCS8PrivateKey(readPEM(t, f.ServingKey).Bytes); err != nil {
+		t.Errorf("serving key: %v", err)
+	}
+	key, err := x509.ParsePKCS8PrivateKey(readPEM(t, f.SAKey).Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := x509.ParsePKIXPublicKey(readPEM(t, f.SAPub).Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaKey, ok := key.(*rsa.PrivateKey)
+	if !ok || !rsaKey.PublicKey.Equal(pub) {
+		t.Errorf("service-account key pair: RSA %v, public key matches %v", ok, ok && rsaKey.PublicKey.Equal(pub))
+	}
+	if !bytes.Equal(f.CAPEM, pem.EncodeToMemory(readPEM(t, f.CACert))) {
+		t.Error("CAPEM differs from ca.crt")
+	}
+}
+
+func TestKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(path, "https://127.0.0.1:1234", []byte("CA"), "tok"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://127.0.0.1:1234" || cfg.BearerToken != "tok" || string(cfg.CAData) != "CA" {
+		t.Errorf("kubeconfig gives host %q token %q CA %q", cfg.Host, cfg.BearerToken, cfg.CAData)
+	}
+	if err := writeTokenFile(filepath.Join(dir, "tokens.csv"), "tok"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "tokens.csv"))
+	if got := string(data); got != "tok,sandbox-admin,sandbox-admin,\"system:masters\"\n" {
+		t.Errorf("token file %q", got)
+	}
+}
+
+func hasArg(args []string, want string) bool { return slices.Contains(args, want) }
+
+func TestFlags(t *testing.T) {
+	l := newLayout("/sb", []int{2379, 2380, 6443}, "")
+	api := apiserverArgs(l)
+	for _, want := range []string{
+		"--etcd-servers=http://127.0.0.1:2379",
+		"--secure-port=6443",
+		"--bind-address=127.0.0.1",
+		"--tls-cert-file=/sb/certs/apiserver.crt",
+		"--token-auth-file=/sb/certs/tokens.csv",
+		"--authorization-mode=RBAC",
+		"--service-account-key-file=/sb/certs/sa.pub",
+		"--service-account-signing-key-file=/sb/certs/sa.key",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		"--disable-admission-plugins=TaintNodesByCondition,ValidatingAdmissionWebhook,MutatingAdmissionWebhook",
+	} {
+		if !hasArg(api, want) {
+			t.Errorf("kube-apiserver args lack %s", want)
+		}
+	}
+	if strings.Contains(strings.Join(api, " "), "--audit") {
+		t.Error("audit flags without an audit log")
+	}
+	audited := apiserverArgs(newLayout("/sb", []int{1, 2, 3}, "/logs/audit.log"))
+	for _, want := range []string{"--audit-log-path=/logs/audit.log", "--audit-policy-file=/sb/audit-policy.yaml"} {
+		if !hasArg(audited, want) {
+			t.Errorf("audited kube-apiserver args lack %s", want)
+		}
+	}
+	kcm := controllerManagerArgs(l)
+	for _, want := range []string{"--kubeconfig=/sb/kubeconfig", "--controllers=*,-nodeipam,-nodelifecycle", "--root-ca-file=/sb/certs/ca.crt", "--leader-elect=false", "--secure-port=0"} {
+		if !hasArg(kcm, want) {
+			t.Errorf("kube-controller-manager args lack %s", want)
+		}
+	}
+	if !hasArg(schedulerArgs(l), "--leader-elect=false") {
+		t.Error("kube-scheduler elects a leader")
+	}
+	kwok := kwokArgs(l)
+	for _, want := range []string{"--kubeconfig=/sb/kubeconfig", "--manage-all-nodes=true", "--config=/sb/kwok-stages.yaml"} {
+		if !hasArg(kwok, want) {
+			t.Errorf("kwok args lack %s", want)
+		}
+	}
+	if !hasArg(etcdArgs(l), "--listen-client-urls=http://127.0.0.1:2379") {
+		t.Error("etcd does not listen on its client port")
+	}
+}
+
+func TestStateRoundTrip(t *testing.T) {
+	w := &stateWriter{path: filepath.Join(t.TempDir(), stateFile)}
+	for i, name := range []string{"etcd", "kube-apiserver"} {
+		if err := w.update(func(st *state) {
+			st.Server = "https://127.0.0.1:1"
+			st.Processes = append(st.Processes, procState{Name: name, Pid: 100 + i, Binary: "/bin/" + name})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := readState(w.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []procState{{"etcd", 100, "/bin/etcd"}, {"kube-apiserver", 101, "/bin/kube-apiserver"}}
+	if st.Server != "https://127.0.0.1:1" || !slices.Equal(st.Processes, want) {
+		t.Errorf("read back %+v", st)
+	}
+}
+
+func TestStagesYAML(t *testing.T) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stagesYAML), 4096)
+	var names []string
+	for {
+		var doc struct {
+			Kind     string
+			Metadata struct{ Name string }
+			Spec     struct {
+				Selector struct {
+					MatchExpressions []struct{ Key string }
+				}
+				Next struct{ StatusTemplate string }
+			}
+		}
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc.Kind != "Stage" {
+			t.Errorf("document %q has kind %q", doc.Metadata.Name, doc.Kind)
+		}
+		names = append(names, doc.Metadata.Name)
+		if doc.Metadata.Name == "pod-crashloop" {
+			keys := doc.Spec.Selector.MatchExpressions
+			if len(keys) != 3 || !strings.Contains(keys[2].Key, `endswith("-crashloop")`) {
+				t.Errorf("crash-loop selector %+v", keys)
+			}
+			if !strings.Contains(doc.Spec.Next.StatusTemplate, "CrashLoopBackOff") {
+				t.Error("crash-loop stage sets no CrashLoopBackOff")
+			}
+		}
+	}
+	want := []string{"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete", "pod-crashloop"}
+	if !slices.Equal(names, want) {
+		t.Errorf("stages %v, want %v", names, want)
+	}
+}
+
+func TestFreePorts(t *testing.T) {
+	ports, err := freePorts(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ports)
+	if len(slices.Compact(ports)) != 5 {
+		t.Errorf("ports not distinct: %v", ports)
+	}
+}
+
+func TestNewNode(t *testing.T) {
+	n := newNode(1234)
+	if n.Name != "node-1234" || n.Labels["type"] != "kwok" || n.Labels["kubernetes.io/hostname"] != "node-1234" {
+		t.Errorf("node %s labels %v", n.Name, n.Labels)
+	}
+	if nodeName(7) != "node-007" || n.Spec.PodCIDR != "10.132.210.0/24" {
+		t.Errorf("node-007 named %s; node-1234 podCIDR %s", nodeName(7), n.Spec.PodCIDR)
+	}
+	if got := n.Status.Allocatable.Memory().String(); got != "256Gi" {
+		t.Errorf("allocatable memory %s", got)
+	}
+}
+
+func TestDown(t *testing.T) {
+	if err := Down(filepath.Join(t.TempDir(), "missing")); err != nil {
+		t.Errorf("missing dir: %v", err)
+	}
+	foreign := t.TempDir()
+	_ = os.WriteFile(filepath.Join(foreign, "precious"), nil, 0o644)
+	if err := Down(foreign); err == nil {
+		t.Error("Down removed a directory without state.json")
+	}
+
+	dir := t.TempDir()
+	w := &stateWriter{path: filepath.Join(dir, stateFile)}
+	sleep, err := startProcess("sleeper", "/bin/sleep", []string{"1000"}, nil, filepath.Join(dir, "sleep.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = w.update(func(st *state) {
+		// A dead pid and a live one: Down must tolerate the first and stop the second.
+		st.Processes = []procState{{Name: "gone", Pid: 1 << 22, Binary: "/bin/true"}, {Name: "sleeper", Pid: sleep.pid, Binary: "/bin/sleep"}}
+	})
+	if err := Down(dir); err != nil {
+		t.Fatal(err)
+	}
+	if pidAlive(sleep.pid, "/bin/sleep") {
+		t.Error("sleep still running after Down")
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dir not removed: %v", err)
+	}
+}
+
+func TestStopKillsAfterGrace(t *testing.T) {
+	// A process ignoring SIGTERM must be killed after the grace period.
+	p, err := startProcess("stubborn", "/bin/sh", []string{"-c", `trap "" TERM; sleep 1000`}, nil, filepath.Join(t.TempDir(), "sh.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // let the shell install its trap
+	start := time.Now()
+	stopPid(p.pid, "/bin/sh", 300*time.Millisecond)
+	if pidAlive(p.pid, "/bin/sh") || time.Since(start) < 300*time.Millisecond {
+		t.Errorf("alive %v after %s", pidAlive(p.pid, "/bin/sh"), time.Since(start))
+	}
+}

@@ -1,0 +1,88 @@
+// Package sandboxtest starts sandbox clusters for tests.
+package sandboxtest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/virt-operator/virt-operator/internal/sandbox"
+)
+
+// startTimeout bounds one sandbox start on a slow, shared machine.
+const startTimeout = 4 * time.Minute
+
+// Start brings up a sandbox with nodes kwok nodes in a fresh temporary directory and
+// stops it when the test ends. CRDDir defaults to <repo>/config/crd/bases; opts may
+// change any option. Missing cluster binaries fail the test with how to build them.
+func Start(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *sandbox.Sandbox {
+	t.Helper()
+	o := sandbox.Options{
+		Dir:    t.TempDir(),
+		Nodes:  nodes,
+		CRDDir: filepath.Join(RepoRoot(), "config", "crd", "bases"),
+		Log:    t.Output(),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.BinDir == "" {
+		dir, err := sandbox.DefaultBinDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.BinDir = dir
+	}
+	if err := sandbox.CheckBinaries(o.BinDir); err != nil {
+		t.Fatal(err) // "cluster binaries missing in DIR: run make cluster-bins (missing: ...)"
+	}
+	if _, err := os.Stat(o.CRDDir); errors.Is(err, os.ErrNotExist) {
+		o.CRDDir = "" // CRDs not generated yet: nothing to install
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	s, err := sandbox.Up(ctx, o)
+	if err != nil {
+		t.Fatalf("starting sandbox: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTails(t, s.Dir)
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping sandbox: %v", err)
+		}
+	})
+	return s
+}
+
+// RepoRoot is the directory of the nearest go.mod above the working directory (the
+// repository root when run by go test); it panics if there is none.
+func RepoRoot() string {
+	root, err := sandbox.RepoRoot()
+	if err != nil {
+		panic(err)
+	}
+	return root
+}
+
+// logTails logs the end of every component log, so a failed test shows what the
+// cluster did before its directory is removed.
+func logTails(t testing.TB, dir string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "logs", "*.log"))
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 30 {
+			lines = lines[len(lines)-30:]
+		}
+		t.Logf("--- last lines of %s:\n%s", filepath.Base(l), strings.Join(lines, "\n"))
+	}
+}

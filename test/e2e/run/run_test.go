@@ -1,0 +1,200 @@
+// Package run_test checks `virt-operator sandbox run`, the command behind
+// `make run`, the way a user meets it: the real binary in a child process,
+// used from "a second shell" through the kubeconfig it prints, then Ctrl-C.
+package run_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/operator"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
+)
+
+func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
+	root := sandboxtest.RepoRoot()
+	bin := filepath.Join(t.TempDir(), "virt-operator")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/virt-operator")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the binary: %v\n%s", err, out)
+	}
+
+	dir := filepath.Join(t.TempDir(), "sandbox")
+	cmd := exec.Command(bin, "sandbox", "run", "--dir", dir, "--nodes", "3",
+		"--sample", filepath.Join(root, "config", "samples", "kubevirt.yaml"),
+		"--crd-dir", filepath.Join(root, "config", "crd", "bases"))
+	cmd.Dir = root
+	cmd.Stderr = &prefixWriter{t: t}
+	stdout, stdoutWriter := io.Pipe()
+	cmd.Stdout = stdoutWriter
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		_ = stdoutWriter.Close()
+		exited <- err
+	}()
+	t.Cleanup(func() {
+		// A failed test must not leak the sandbox.
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		<-exited
+	})
+
+	kubeconfig := waitForExportLine(t, stdout)
+	if want := filepath.Join(dir, "kubeconfig"); kubeconfig != want {
+		t.Fatalf("printed KUBECONFIG=%s, want %s", kubeconfig, want)
+	}
+
+	c := clientFor(t, kubeconfig)
+	ctx := context.Background()
+	poll(t, ctx, "3 Ready nodes", func() (bool, error) {
+		nodes := &corev1.NodeList{}
+		if err := c.List(ctx, nodes); err != nil {
+			return false, err
+		}
+		return len(nodes.Items) == 3 && allReady(nodes.Items), nil
+	})
+	poll(t, ctx, "the sample KubeVirt in phase Deploying", func() (bool, error) {
+		kv := &v1.KubeVirt{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "kubevirt"}, kv); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return kv.Status.Phase == v1.KubeVirtPhaseDeploying, nil
+	})
+
+	pids := sandboxPids(t, dir)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("sandbox run exited with %v after Ctrl-C", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("sandbox run did not exit within 60s of Ctrl-C")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("sandbox dir %s still exists (%v)", dir, err)
+	}
+	for _, pid := range pids {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("sandbox process %d still runs after Ctrl-C", pid)
+		}
+	}
+}
+
+func waitForExportLine(t *testing.T, stdout io.Reader) string {
+	t.Helper()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if path, ok := strings.CutPrefix(line, "export KUBECONFIG="); ok {
+				found <- path
+			}
+		}
+		close(found)
+	}()
+	select {
+	case path, ok := <-found:
+		if !ok {
+			t.Fatal("sandbox run exited without printing `export KUBECONFIG=`")
+		}
+		return path
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no `export KUBECONFIG=` line within 2 minutes")
+		return ""
+	}
+}
+
+func clientFor(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func poll(t *testing.T, ctx context.Context, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) { return cond() })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func allReady(nodes []corev1.Node) bool {
+	for _, n := range nodes {
+		ready := false
+		for _, c := range n.Status.Conditions {
+			ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready {
+			return false
+		}
+	}
+	return true
+}
+
+// sandboxPids reads the pids the sandbox recorded in its state file.
+func sandboxPids(t *testing.T, dir string) []int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state struct {
+		Processes []struct {
+			Pid int `json:"pid"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal(b, &state); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, p := range state.Processes {
+		pids = append(pids, p.Pid)
+	}
+	if len(pids) < 5 {
+		t.Fatalf("state.json lists %d processes, want 5", len(pids))
+	}
+	return pids
+}
+
+// prefixWriter sends the child's log to the test log.
+type prefixWriter struct{ t *testing.T }
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

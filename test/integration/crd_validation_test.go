@@ -1,0 +1,83 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// The KubeVirt CRD must refuse bad input itself, naming the field, so a typo
+// never reaches the operator.
+func TestKubeVirtCRDRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, ctx, "crd-validation")
+	cases := []struct {
+		name      string
+		spec      string
+		wantField string
+	}{
+		{"batchEvictionSize below 1", `workloadUpdateStrategy: {batchEvictionSize: 0}`, "spec.workloadUpdateStrategy.batchEvictionSize"},
+		{"unknown workload update method", `workloadUpdateStrategy: {workloadUpdateMethods: [Reboot]}`, "spec.workloadUpdateStrategy.workloadUpdateMethods[0]"},
+		{"batchEvictionInterval not a duration", `workloadUpdateStrategy: {batchEvictionInterval: "one minute"}`, "spec.workloadUpdateStrategy.batchEvictionInterval"},
+		{"unknown imagePullPolicy", `imagePullPolicy: Sometimes`, "spec.imagePullPolicy"},
+		{"unknown uninstallStrategy", `uninstallStrategy: DeleteEverything`, "spec.uninstallStrategy"},
+		{"unknown customizeComponents patch type", `customizeComponents: {patches: [{resourceName: virt-api, resourceType: Deployment, patch: "{}", type: xml}]}`, "spec.customizeComponents.patches[0].type"},
+		{"zero infra replicas", `infra: {replicas: 0}`, "spec.infra.replicas"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			kv := kubeVirtFromYAML(t, ns, c.spec)
+			err := k8s.Create(ctx, kv)
+			if err == nil {
+				t.Fatalf("the API server accepted spec %q", c.spec)
+			}
+			if !strings.Contains(err.Error(), c.wantField) {
+				t.Fatalf("error does not name %s: %v", c.wantField, err)
+			}
+		})
+	}
+}
+
+func TestKubeVirtCRDAcceptsValidInput(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, ctx, "crd-valid")
+	kv := kubeVirtFromYAML(t, ns, `
+workloadUpdateStrategy: {workloadUpdateMethods: [LiveMigrate, Evict], batchEvictionSize: 1, batchEvictionInterval: 1m30s}
+imagePullPolicy: Always
+uninstallStrategy: RemoveWorkloads
+configuration: {someFutureSetting: {kept: true}}`)
+	if err := k8s.Create(ctx, kv); err != nil {
+		t.Fatalf("valid KubeVirt refused: %v", err)
+	}
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(kv.GroupVersionKind())
+	if err := k8s.Get(ctx, clientKey(kv), got); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedMap(got.Object, "spec", "configuration", "someFutureSetting"); !found {
+		t.Fatalf("unknown configuration field was pruned: %v", got.Object["spec"])
+	}
+}
+
+func kubeVirtFromYAML(t *testing.T, namespace, spec string) *unstructured.Unstructured {
+	t.Helper()
+	specMap := map[string]any{}
+	if err := yaml.Unmarshal([]byte(spec), &specMap); err != nil {
+		t.Fatalf("test spec: %v", err)
+	}
+	kv := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1",
+		"kind":       "KubeVirt",
+		"metadata":   map[string]any{"generateName": "kv-", "namespace": namespace},
+		"spec":       specMap,
+	}}
+	return kv
+}
+
+func clientKey(o *unstructured.Unstructured) client.ObjectKey {
+	return client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()}
+}
