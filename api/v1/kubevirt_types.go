@@ -124,9 +124,9 @@ type KubeVirtCertificateRotateStrategy struct {
 
 // KubeVirtSelfSignConfiguration sets the lifetimes of the self-signed CA and server certificates.
 type KubeVirtSelfSignConfiguration struct {
-	// CA is the CA certificate's duration and renewal point (default 168h, renew 16.8h before).
+	// CA is the CA certificate's duration and renewal point (default 168h, renewed 33.6h before expiry).
 	CA *CertConfig `json:"ca,omitempty"`
-	// Server is the serving certificates' duration and renewal point (default 24h, renew 2.4h before).
+	// Server is the serving certificates' duration and renewal point (default 24h, renewed 4.8h before expiry).
 	Server *CertConfig `json:"server,omitempty"`
 }
 

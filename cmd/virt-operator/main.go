@@ -24,6 +24,8 @@ func main() {
 	root.AddCommand(
 		cli.NewRunCommand(),
 		cli.NewDeploymentIDCommand(),
+		cli.NewRenderCommand(),
+		cli.NewDumpInstallStrategyCommand(),
 		sandboxCommand(),
 	)
 	if err := root.Execute(); err != nil {
@@ -36,5 +38,6 @@ func main() {
 func sandboxCommand() *cobra.Command {
 	cmd := cli.NewSandboxCommand()
 	cmd.AddCommand(cli.NewSandboxRunCommand())
+	cmd.AddCommand(cli.NewSandboxHostExecCommand())
 	return cmd
 }

@@ -85,7 +85,7 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 	if err != nil {
 		return err
 	}
-	if err := ensureNamespace(ctx, c, kv.Namespace); err != nil {
+	if err := ensureOperatorPrerequisites(ctx, c, kv.Namespace); err != nil {
 		return err
 	}
 	metricsAddr, err := freeLocalAddr()
@@ -115,10 +115,17 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 	}
 }
 
-func ensureNamespace(ctx context.Context, c client.Client, name string) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
+// ensureOperatorPrerequisites creates what `kubectl apply -k config/default`
+// gives a real install besides the operator: its namespace and ServiceAccount
+// (which runs the install-strategy Job).
+func ensureOperatorPrerequisites(ctx context.Context, c client.Client, namespace string) error {
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "virt-operator", Namespace: namespace}},
+	} {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
 	}
 	return nil
 }

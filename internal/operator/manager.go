@@ -19,6 +19,9 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/version"
 )
 
 // Options configure one operator process.
@@ -33,6 +36,35 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionID names the Lease used for leader election.
 	LeaderElectionID string
+	// Env is the environment the deployment config is read from; nil means
+	// the process environment.
+	Env deployid.Env
+	// ServiceAccount runs the install-strategy Job; default virt-operator.
+	ServiceAccount string
+}
+
+func (o Options) env() deployid.Env {
+	if o.Env == nil {
+		return deployid.OSEnv{}
+	}
+	return o.Env
+}
+
+func (o Options) serviceAccount() string {
+	if o.ServiceAccount == "" {
+		return "virt-operator"
+	}
+	return o.ServiceAccount
+}
+
+// namespacedCache limits the cache of namespaced kinds to the operator's
+// namespace, so memory does not grow with the cluster's Secrets and ConfigMaps.
+func namespacedCache(namespace string) map[client.Object]cache.ByObject {
+	out := map[client.Object]cache.ByObject{}
+	for _, kind := range kubevirt.CachedNamespacedKinds() {
+		out[kind] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+	}
+	return out
 }
 
 // DefaultLeaderElectionID is the Lease name replicas of the operator compete for.
@@ -45,6 +77,9 @@ func NewScheme() (*runtime.Scheme, error) {
 		return nil, err
 	}
 	if err := v1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := strategy.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	return scheme, nil
@@ -80,11 +115,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		RetryPeriod:             &retryPeriod,
 		// Release the lease on shutdown so a successor does not wait a full lease.
 		LeaderElectionReleaseOnCancel: true,
-		Cache: cache.Options{
-			ByObject: map[client.Object]cache.ByObject{
-				&v1.KubeVirt{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
-			},
-		},
+		Cache:                         cache.Options{ByObject: namespacedCache(o.Namespace)},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -96,9 +127,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	reconciler := &kubevirt.Reconciler{
-		Client:    mgr.GetClient(),
-		Namespace: o.Namespace,
-		Recorder:  mgr.GetEventRecorder("virt-operator"),
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Namespace:       o.Namespace,
+		Recorder:        mgr.GetEventRecorder("virt-operator"),
+		Env:             o.env(),
+		OperatorVersion: version.Version,
+		ServiceAccount:  o.serviceAccount(),
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the KubeVirt controller: %w", err)

@@ -30,7 +30,8 @@
 //     any container image ending in "-crashloop" turns Running and Ready like any other
 //     pod, and about 2 s later its containers report CrashLoopBackOff with Ready=False;
 //     the stage fires again every ~2 s raising restartCount, as a real crash loop does.
-//     Pods owned by Jobs are completed (Succeeded) by pod/fast's pod-complete stage.
+//     Pods owned by Jobs are completed (Succeeded) by pod/fast's pod-complete stage,
+//     except host-executed ones (below).
 //   - Nodes are plain Node objects (cpu 32, memory 256Gi, pods 110, labels
 //     kubernetes.io/hostname, kubernetes.io/os=linux, kubernetes.io/arch=amd64 and
 //     type=kwok, a distinct podCIDR each) that kwok marks Ready. Up also runs a probe pod
@@ -41,4 +42,33 @@
 //     as it would be in a real cluster.
 //   - etcd runs with --unsafe-no-fsync: the data is thrown away with the sandbox and
 //     fsync latency on a shared disk would slow every write.
+//
+// Host-executed pods (package hostexec). kwok runs no containers, but the operator's
+// install-strategy Job must really run its image. A pod labelled
+// sandbox.virt-operator.io/host-exec=true, or matching Options.HostExecSelectors
+// (default kubevirt.io=virt-operator-strategy-dumper, the install-strategy pods), is
+// executed on the host:
+//
+//   - kube-scheduler binds it as any pod, but kwok leaves it alone: the pod-ready,
+//     pod-complete and pod-crashloop stages carry a last selector key, the jq
+//     expression of hostexec.Matcher.StageExpression, NotIn ['true']. stages.yaml
+//     spells out the default expression; Up substitutes the one of
+//     Options.HostExecSelectors. kwok's pod-delete stage still deletes such pods.
+//   - A runner, `virt-operator sandbox hostexec` (a hidden subcommand of the same
+//     binary), is a sixth background process, "hostexec" in state.json, so Down stops
+//     it (with the API clients, before kube-apiserver). Up fails naming it if it
+//     exits or does not write DIR/hostexec.ready (informers synced) in time.
+//   - The runner marks the pod Running, runs the container's args with the
+//     virt-operator binary (other images can map to other host programs) and the
+//     pod's env plus KUBECONFIG=DIR/kubeconfig, logs to DIR/logs/hostexec-NS-POD.log,
+//     and marks the pod Succeeded or Failed (exit code; last stderr line as the
+//     terminated message). kube-controller-manager's Job controller then completes or
+//     fails the Job. A pod is never run twice; a runner that finds a Running pod it
+//     did not start fails it ("runner restarted").
+//   - Options.OperatorBinary is the binary; by default this executable when it is
+//     named virt-operator (`virt-operator sandbox up/run`), else none: a test binary
+//     calling Up passes one (sandboxtest.WithHostExec builds it), otherwise no runner
+//     starts and host-executed pods stay Pending. Up hard-links (or copies) it to
+//     DIR/bin/virt-operator, so `go run` deleting its binary or a rebuild does not
+//     change what a running sandbox executes.
 package sandbox

@@ -23,6 +23,15 @@ type Options struct {
 	CRDDir   string    // optional: every *.yaml there is created (CRDs) and waited for Established
 	AuditLog string    // optional: kube-apiserver's audit log (Metadata level)
 	Log      io.Writer // progress lines; nil = discard
+
+	// OperatorBinary is the virt-operator binary that runs host-executed pods (see
+	// package hostexec) and the runner itself (`virt-operator sandbox hostexec`).
+	// Default: this executable when it is named virt-operator; otherwise (e.g. a
+	// test binary) no runner starts and host-executed pods stay Pending.
+	OperatorBinary string
+	// HostExecSelectors select the host-executed pods besides the
+	// sandbox.virt-operator.io/host-exec=true label; nil: hostexec.DefaultSelectors.
+	HostExecSelectors []string
 }
 
 // Sandbox is a running control plane started by Up.
@@ -121,7 +130,11 @@ func (s *Sandbox) up(ctx context.Context, o Options, binDir string) error {
 	}
 	l := newLayout(s.Dir, ports, auditLog)
 	s.layout = l
-	if err := s.writeFiles(); err != nil {
+	hx, err := newHostExec(s.Dir, o)
+	if err != nil {
+		return err
+	}
+	if err := s.writeFiles(hx.stages); err != nil {
 		return err
 	}
 	client, err := kubernetes.NewForConfig(fastConfig(s.rest))
@@ -156,12 +169,17 @@ func (s *Sandbox) up(ctx context.Context, o Options, binDir string) error {
 	if err := s.start("kwok", bin("kwok"), kwokArgs(l), kwokEnv); err != nil {
 		return err
 	}
-	return s.converge(ctx, o)
+	if hx.binary == "" {
+		s.logf("no virt-operator binary (Options.OperatorBinary): host-executed pods will stay Pending")
+	} else if err := s.start(hostExecName, hx.binary, hostExecArgs(l, hx), nil); err != nil {
+		return err
+	}
+	return s.converge(ctx, o, hx)
 }
 
 // writeFiles generates certificates, the token file, kubeconfig, kwok stages and the
 // audit policy, and sets s.rest.
-func (s *Sandbox) writeFiles() error {
+func (s *Sandbox) writeFiles(stages []byte) error {
 	l := s.layout
 	certs, err := generateCerts(s.Dir)
 	if err != nil {
@@ -175,7 +193,7 @@ func (s *Sandbox) writeFiles() error {
 	if err := writeKubeconfig(l.Kubeconfig, l.serverURL(), certs.CAPEM, token); err != nil {
 		return err
 	}
-	if err := os.WriteFile(l.StagesFile, stagesYAML, 0o644); err != nil {
+	if err := os.WriteFile(l.StagesFile, stages, 0o644); err != nil {
 		return err
 	}
 	if l.AuditLog != "" {

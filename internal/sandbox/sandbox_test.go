@@ -189,9 +189,16 @@ func TestStagesYAML(t *testing.T) {
 			t.Errorf("document %q has kind %q", doc.Metadata.Name, doc.Kind)
 		}
 		names = append(names, doc.Metadata.Name)
+		keys := doc.Spec.Selector.MatchExpressions
+		switch doc.Metadata.Name {
+		case "pod-ready", "pod-complete", "pod-crashloop":
+			// Host-executed pods are left to the hostexec runner.
+			if len(keys) == 0 || keys[len(keys)-1].Key != defaultStageExpression {
+				t.Errorf("stage %s does not skip host-executed pods (last key must be %s)", doc.Metadata.Name, defaultStageExpression)
+			}
+		}
 		if doc.Metadata.Name == "pod-crashloop" {
-			keys := doc.Spec.Selector.MatchExpressions
-			if len(keys) != 3 || !strings.Contains(keys[2].Key, `endswith("-crashloop")`) {
+			if len(keys) != 4 || !strings.Contains(keys[2].Key, `endswith("-crashloop")`) {
 				t.Errorf("crash-loop selector %+v", keys)
 			}
 			if !strings.Contains(doc.Spec.Next.StatusTemplate, "CrashLoopBackOff") {
@@ -271,5 +278,58 @@ func TestStopKillsAfterGrace(t *testing.T) {
 	stopPid(p.pid, "/bin/sh", 300*time.Millisecond)
 	if pidAlive(p.pid, "/bin/sh") || time.Since(start) < 300*time.Millisecond {
 		t.Errorf("alive %v after %s", pidAlive(p.pid, "/bin/sh"), time.Since(start))
+	}
+}
+
+func TestRenderStagesAndHostExecArgs(t *testing.T) {
+	custom := `(.metadata.labels["x"] == "y")`
+	out := string(renderStages(custom))
+	if strings.Contains(out, defaultStageExpression) || strings.Count(out, custom) != 3 {
+		t.Errorf("rendered stages hold the custom expression %d times", strings.Count(out, custom))
+	}
+	if string(renderStages(defaultStageExpression)) != string(stagesYAML) {
+		t.Error("rendering the default expression changed the stages")
+	}
+
+	l := newLayout("/sb", []int{1, 2, 3}, "")
+	hx := hostExec{binary: "/sb/bin/virt-operator", readyFile: "/sb/hostexec.ready"}
+	args := strings.Join(hostExecArgs(l, hx), " ")
+	want := "sandbox hostexec --kubeconfig=/sb/kubeconfig --binary=/sb/bin/virt-operator --log-dir=/sb/logs --work-dir=/sb/hostexec --ready-file=/sb/hostexec.ready"
+	if args != want {
+		t.Errorf("args\n%s\nwant\n%s", args, want)
+	}
+	hx.selectors = []string{}
+	if got := hostExecArgs(l, hx); got[len(got)-1] != "--selector=" {
+		t.Errorf("no selectors: %v", got)
+	}
+	hx.selectors = []string{"a=b", "c"}
+	if got := hostExecArgs(l, hx); !slices.Equal(got[len(got)-2:], []string{"--selector=a=b", "--selector=c"}) {
+		t.Errorf("selectors: %v", got)
+	}
+}
+
+func TestOperatorBinary(t *testing.T) {
+	// A test binary is not a virt-operator binary: no runner by default.
+	if got, err := operatorBinary(""); got != "" || err != nil {
+		t.Errorf("default: %q, %v", got, err)
+	}
+	if _, err := operatorBinary(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("a missing binary was accepted")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "virt-operator")
+	if err := os.WriteFile(src, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := operatorBinary(src)
+	if err != nil || got != src {
+		t.Fatalf("explicit: %q, %v", got, err)
+	}
+	dst := filepath.Join(dir, "sb", "bin", "virt-operator")
+	if err := linkOrCopy(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(dst); err != nil || st.Mode()&0o111 == 0 {
+		t.Errorf("installed binary: %v %v", st, err)
 	}
 }

@@ -51,9 +51,20 @@ func (s *Sandbox) waitFor(ctx context.Context, component string, timeout time.Du
 
 // converge runs, concurrently, what Up needs after every process started: nodes
 // created and Ready (proves kwok), CRDs Established, the controller manager's
-// service accounts and root CA config map, and a probe pod scheduled and Ready.
-func (s *Sandbox) converge(ctx context.Context, o Options) error {
+// service accounts and root CA config map, a probe pod scheduled and Ready, and the
+// hostexec runner watching pods.
+func (s *Sandbox) converge(ctx context.Context, o Options, hx hostExec) error {
 	g, ctx := errgroup.WithContext(ctx)
+	if hx.binary != "" {
+		g.Go(func() error {
+			start := time.Now()
+			if err := s.waitFor(ctx, hostExecName, stepTimeout, hx.ready); err != nil {
+				return err
+			}
+			s.logf("hostexec runner watching pods in %s", since(start))
+			return nil
+		})
+	}
 	g.Go(func() error {
 		start := time.Now()
 		if err := createNodes(ctx, s.client, 0, o.Nodes); err != nil {

@@ -2,6 +2,10 @@ package integration
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,10 +26,11 @@ func TestOperatorMarksNewKubeVirtDeploying(t *testing.T) {
 	ns := createNamespace(t, ctx, "operator")
 	other := createNamespace(t, ctx, "elsewhere")
 
+	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
 	done := make(chan error, 1)
 	go func() {
 		done <- operator.Run(ctx, restConfig, operator.Options{
-			Namespace: ns, MetricsAddr: "0", HealthAddr: "0", LeaderElection: true,
+			Namespace: ns, MetricsAddr: metricsAddr, HealthAddr: healthAddr, LeaderElection: true,
 		})
 	}()
 	t.Cleanup(func() {
@@ -55,10 +60,39 @@ func TestOperatorMarksNewKubeVirtDeploying(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: operator.DefaultLeaderElectionID}, lease); err != nil {
 		t.Fatalf("leader election lease: %v", err)
 	}
+	for _, url := range []string{"http://" + healthAddr + "/healthz", "http://" + healthAddr + "/readyz", "http://" + metricsAddr + "/metrics"} {
+		if body := httpGet(t, url); !strings.Contains(body, "ok") && !strings.Contains(body, "controller_runtime_reconcile_total") {
+			t.Errorf("GET %s answered %q", url, body)
+		}
+	}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(foreign), foreign); err != nil {
 		t.Fatal(err)
 	}
 	if foreign.Status.Phase != "" {
 		t.Fatalf("a KubeVirt outside the operator's namespace was touched: phase %q", foreign.Status.Phase)
 	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(body)
 }

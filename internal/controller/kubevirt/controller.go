@@ -2,65 +2,163 @@ package kubevirt
 
 import (
 	"context"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 )
 
-// The KubeVirt CR lives in the operator's namespace, so a Role is enough.
-// +kubebuilder:rbac:groups=kubevirt.io,namespace=kubevirt,resources=kubevirts,verbs=get;list;watch
-// +kubebuilder:rbac:groups=kubevirt.io,namespace=kubevirt,resources=kubevirts/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=events.k8s.io,namespace=kubevirt,resources=events,verbs=create;patch
+// The operator manages the cluster's one KubeVirt CR; it lists them all to
+// tell the others they are ignored.
+// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts/finalizers,verbs=update
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler reconciles the KubeVirt CR in the operator's namespace.
+// Reconciler reconciles the active KubeVirt CR: it installs, upgrades and
+// uninstalls the control plane its spec describes.
 type Reconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads what the cache does not hold (objects outside the
+	// operator's namespace, workload counts).
+	APIReader client.Reader
 	Namespace string
 	Recorder  recorder.EventRecorder
+	// Env is the operator's environment, read as upstream reads it.
+	Env deployid.Env
+	// OperatorVersion is written to status.operatorVersion.
+	OperatorVersion string
+	// ServiceAccount runs the install-strategy Job.
+	ServiceAccount string
+	Clock          clock.PassiveClock
 }
 
-// SetupWithManager registers the controller with the manager.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("kubevirt").
-		For(&v1.KubeVirt{}).
-		Complete(r)
-}
+// Finalizer holds the CR until the uninstall has finished.
+const Finalizer = "kubevirt.io/foregroundDeleteKubeVirt"
 
-// Reconcile brings one KubeVirt CR's status in line with what the operator knows.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if req.Namespace != r.Namespace {
-		return ctrl.Result{}, nil
+// legacyFinalizer is upstream's old finalizer, always stripped.
+const legacyFinalizer = "foregroundDeleteKubeVirt"
+
+// SetupWithManager registers the controller and the watches that bring it back
+// when a managed object changes.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
 	}
-	kv := &v1.KubeVirt{}
-	if err := r.Client.Get(ctx, req.NamespacedName, kv); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, nil
+	b := ctrl.ControllerManagedBy(mgr).Named("kubevirt").For(&v1.KubeVirt{})
+	return r.watchManaged(b).Complete(r)
+}
+
+// Reconcile brings the KubeVirt CR named by req and the cluster in line.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	all := &v1.KubeVirtList{}
+	if err := r.Client.List(ctx, all); err != nil {
+		return reconcile.Result{}, err
+	}
+	kv := findKubeVirt(all.Items, req.NamespacedName.Namespace, req.NamespacedName.Name)
+	if kv == nil {
+		return reconcile.Result{}, nil
+	}
+	active := ActiveKubeVirt(all.Items, r.Namespace)
+	original := kv.DeepCopy()
+	var (
+		result reconcile.Result
+		err    error
+	)
+	switch {
+	case active == nil || active.UID != kv.UID:
+		result, err = r.reconcileIgnored(ctx, kv, active)
+	case kv.DeletionTimestamp != nil:
+		result, err = r.reconcileDelete(ctx, kv)
+	default:
+		result, err = r.reconcileNormal(ctx, kv)
+	}
+	if patchErr := r.patchStatus(ctx, original, kv); patchErr != nil && err == nil {
+		err = patchErr
+	}
+	return result, err
+}
+
+func findKubeVirt(all []v1.KubeVirt, namespace, name string) *v1.KubeVirt {
+	for i := range all {
+		if all[i].Namespace == namespace && all[i].Name == name {
+			return all[i].DeepCopy()
 		}
-		return ctrl.Result{}, err
 	}
-	next := NextPhase(kv)
-	if next == kv.Status.Phase {
-		return ctrl.Result{}, nil // nothing to write at rest
+	return nil
+}
+
+// reconcileIgnored marks a CR that is not the active one, touching nothing else.
+func (r *Reconciler) reconcileIgnored(_ context.Context, kv, active *v1.KubeVirt) (reconcile.Result, error) {
+	if kv.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{
+		Kind: StateIgnored, Reason: ReasonExistingDeployment, Message: IgnoredReason(kv, active, r.Namespace),
+	}, r.now())
+	return reconcile.Result{}, nil
+}
+
+// patchStatus writes the status once, and only when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, original, kv *v1.KubeVirt) error {
+	if equality.Semantic.DeepEqual(original.Status, kv.Status) {
+		return nil
+	}
+	err := r.Client.Status().Patch(ctx, kv, client.MergeFrom(original))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// ensureFinalizer adds the finalizer (and drops the legacy one) in its own
+// metadata patch.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, kv *v1.KubeVirt) error {
+	if controllerutil.ContainsFinalizer(kv, Finalizer) && !controllerutil.ContainsFinalizer(kv, legacyFinalizer) {
+		return nil
 	}
 	patch := client.MergeFrom(kv.DeepCopy())
-	kv.Status.Phase = next
-	if err := r.Client.Status().Patch(ctx, kv, patch); err != nil {
-		return ctrl.Result{}, err
-	}
-	ctrl.LoggerFrom(ctx).Info("phase changed", "phase", next)
-	return ctrl.Result{}, nil
+	controllerutil.AddFinalizer(kv, Finalizer)
+	controllerutil.RemoveFinalizer(kv, legacyFinalizer)
+	return r.Client.Patch(ctx, kv, patch)
 }
 
-// NextPhase is the phase the CR should be in: a new CR is Deploying, any other
-// phase is kept until the install logic decides otherwise.
-func NextPhase(kv *v1.KubeVirt) v1.KubeVirtPhase {
-	if kv.Status.Phase == v1.KubeVirtPhaseUnset && kv.DeletionTimestamp == nil {
-		return v1.KubeVirtPhaseDeploying
+func (r *Reconciler) removeFinalizer(ctx context.Context, kv *v1.KubeVirt) error {
+	if !controllerutil.ContainsFinalizer(kv, Finalizer) && !controllerutil.ContainsFinalizer(kv, legacyFinalizer) {
+		return nil
 	}
-	return kv.Status.Phase
+	patch := client.MergeFrom(kv.DeepCopy())
+	controllerutil.RemoveFinalizer(kv, Finalizer)
+	controllerutil.RemoveFinalizer(kv, legacyFinalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, kv, patch))
+}
+
+func (r *Reconciler) now() metav1.Time {
+	return metav1.NewTime(r.Clock.Now().Truncate(time.Second))
+}
+
+// event records a Normal event about the CR.
+func (r *Reconciler) event(kv *v1.KubeVirt, reason, action, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(kv, nil, "Normal", reason, action, "%s", note)
+	}
+}
+
+// warning records a Warning event about the CR.
+func (r *Reconciler) warning(kv *v1.KubeVirt, reason, action, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(kv, nil, "Warning", reason, action, "%s", note)
+	}
 }

@@ -1,0 +1,163 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// FieldManager is the server-side apply field manager of every write.
+const FieldManager = "virt-operator"
+
+// ErrWaitingForDeletion: a Recreate deleted the old object, which is not gone
+// yet (e.g. a finalizer); the create happens on a later reconcile.
+var ErrWaitingForDeletion = errors.New("waiting for the old object to be deleted")
+
+// ObjectWriter writes one OpCreate or OpUpdate action and returns the object as
+// the API server returned it, or nil when it chose not to write.
+type ObjectWriter interface {
+	Write(ctx context.Context, a Action) (client.Object, error)
+}
+
+// Applier executes actions against the API server.
+type Applier struct {
+	Client client.Client
+	// DaemonSets, when set, writes DaemonSet creates and updates instead of the
+	// Applier (the virt-handler canary rollout); it may call ServerSideApply.
+	DaemonSets ObjectWriter
+}
+
+// Apply executes the actions in order, skipping OpNone, and returns the
+// status.generations entries of the objects it wrote (merge them with
+// MergeGenerations). It stops at the first error, which names the object; the
+// entries of the writes that succeeded before it are returned with it.
+func (ap *Applier) Apply(ctx context.Context, actions []Action) ([]v1.GenerationStatus, error) {
+	var gens []v1.GenerationStatus
+	for _, a := range actions {
+		if a.Op == OpNone {
+			continue
+		}
+		written, err := ap.do(ctx, a)
+		if err != nil {
+			return gens, fmt.Errorf("%s %s: %w", a.Op, RefOf(a.Object), err)
+		}
+		if written == nil {
+			continue
+		}
+		if g, ok := generationOf(a.Object, written.GetGeneration(), a.Object.GetAnnotations()[DesiredHashAnnotation]); ok {
+			gens = append(gens, g)
+		}
+	}
+	return gens, nil
+}
+
+func (ap *Applier) do(ctx context.Context, a Action) (client.Object, error) {
+	switch a.Op {
+	case OpDelete:
+		return nil, ap.delete(ctx, a.Object)
+	case OpRecreate:
+		if err := ap.delete(ctx, a.Live); err != nil {
+			return nil, err
+		}
+		gone := newLike(a.Object)
+		err := ap.Client.Get(ctx, client.ObjectKeyFromObject(a.Object), gone)
+		if err == nil {
+			return nil, ErrWaitingForDeletion
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return ap.ServerSideApply(ctx, a.Object)
+	case OpCreate, OpUpdate:
+		if _, ok := a.Object.(*appsv1.DaemonSet); ok && ap.DaemonSets != nil {
+			return ap.DaemonSets.Write(ctx, a)
+		}
+		return ap.ServerSideApply(ctx, a.Object)
+	}
+	return nil, fmt.Errorf("unknown action %q", a.Op)
+}
+
+// ServerSideApply applies obj with FieldManager, forcing ownership of every
+// field it sets, and returns the object the server returned (unstructured).
+func (ap *Applier) ServerSideApply(ctx context.Context, obj client.Object) (client.Object, error) {
+	u, err := applyBody(obj, ap.Client.Scheme())
+	if err != nil {
+		return nil, err
+	}
+	if err := ap.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// delete removes obj (this very object: UID precondition) in the background;
+// NotFound is success.
+func (ap *Applier) delete(ctx context.Context, obj client.Object) error {
+	if obj == nil {
+		return nil
+	}
+	opts := []client.DeleteOption{client.PropagationPolicy(metav1.DeletePropagationBackground)}
+	if uid := obj.GetUID(); uid != "" {
+		opts = append(opts, client.Preconditions{UID: &uid})
+	}
+	err := ap.Client.Delete(ctx, obj, opts...)
+	if apierrors.IsNotFound(err) || (apierrors.IsConflict(err) && obj.GetUID() != "") {
+		// Conflict on the UID precondition: the object was already replaced.
+		return nil
+	}
+	return err
+}
+
+// applyBody is obj as an apply configuration: every field it sets (nulls
+// dropped: "don't care", not "remove"), no status, no server-set metadata.
+func applyBody(obj client.Object, scheme *runtime.Scheme) (*unstructured.Unstructured, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Empty() {
+		var err error
+		if gvk, err = apiutil.GVKForObject(obj, scheme); err != nil {
+			return nil, err
+		}
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		for _, k := range []string{"creationTimestamp", "resourceVersion", "uid", "generation", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+			delete(meta, k)
+		}
+	}
+	u := &unstructured.Unstructured{Object: pruneNulls(m).(map[string]any)}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+func pruneNulls(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+				continue
+			}
+			t[k] = pruneNulls(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = pruneNulls(e)
+		}
+	}
+	return v
+}

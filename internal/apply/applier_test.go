@@ -1,0 +1,126 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme, monitoringv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+type recordingWriter struct{ got []Action }
+
+func (w *recordingWriter) Write(_ context.Context, a Action) (client.Object, error) {
+	w.got = append(w.got, a)
+	return nil, nil
+}
+
+func TestApplierHandsDaemonSetsToTheirWriter(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).Build()
+	w := &recordingWriter{}
+	ap := &Applier{Client: c, DaemonSets: w}
+	desired := []client.Object{daemonSet(VirtHandler), serviceAccount("sa")}
+	gens, err := ap.Apply(ctx, Plan(desired, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.got) != 1 || w.got[0].Object.GetName() != VirtHandler || len(gens) != 0 {
+		t.Errorf("writer got %d actions, %d generations", len(w.got), len(gens))
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sa"}, &corev1.ServiceAccount{}); err != nil {
+		t.Errorf("the ServiceAccount was not applied: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: VirtHandler}, &appsv1.DaemonSet{}); err == nil {
+		t.Error("the Applier wrote the DaemonSet itself")
+	}
+}
+
+func TestApplierErrorNamesTheObject(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).Build()
+	ap := &Applier{Client: c, DaemonSets: failingWriter{}}
+	_, err := ap.Apply(context.Background(), Plan([]client.Object{daemonSet(VirtHandler)}, nil, nil))
+	if err == nil || err.Error() != "Create DaemonSet kubevirt/virt-handler: boom" {
+		t.Errorf("err = %v", err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write(context.Context, Action) (client.Object, error) {
+	return nil, errors.New("boom")
+}
+
+func TestServedOnly(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind), meta.RESTScopeNamespace)
+	s := testStrategy(t)
+	s.ServiceMonitors = []*monitoringv1.ServiceMonitor{{}}
+	s.PrometheusRules = []*monitoringv1.PrometheusRule{{}}
+	scc := &unstructured.Unstructured{}
+	scc.SetGroupVersionKind(sccGVK)
+	s.SecurityContextConstraints = []*unstructured.Unstructured{scc}
+	out, err := ServedOnly(s, mapper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.ServiceMonitors) != 1 || out.PrometheusRules != nil || out.SecurityContextConstraints != nil || len(out.Deployments) != len(s.Deployments) {
+		t.Errorf("ServedOnly kept %d ServiceMonitors, %d PrometheusRules, %d SCCs", len(out.ServiceMonitors), len(out.PrometheusRules), len(out.SecurityContextConstraints))
+	}
+	if len(s.PrometheusRules) != 1 {
+		t.Error("the input was modified")
+	}
+}
+
+func TestLiveObjectsAndListManaged(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).Build()
+	d, err := Desired(testStrategy(t), testConfig(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := LiveObjects(ctx, c, d)
+	if err != nil || len(live) != 0 {
+		t.Fatalf("empty cluster: %d live, %v", len(live), err)
+	}
+	ap := &Applier{Client: c}
+	for _, step := range Steps(d, Install) {
+		if _, err := ap.Apply(ctx, Plan(step.Objects, live, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if live, err = LiveObjects(ctx, c, d); err != nil || len(live) != len(d.Objects())+4 {
+		t.Fatalf("%d live objects (want every object and 4 PDBs), %v", len(live), err)
+	}
+	managed, err := ListManaged(ctx, c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(managed) != len(live) {
+		t.Errorf("ListManaged found %d, want %d", len(managed), len(live))
+	}
+	if o := Orphans(Refs(Steps(d, Upgrade)), managed); len(o) != 0 {
+		t.Errorf("orphans right after install: %v", names(o))
+	}
+}

@@ -1,0 +1,185 @@
+package apply
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsjson "sigs.k8s.io/json"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// PatchError is a customization that cannot be applied: a customizeComponents
+// patch (Source "customizeComponents.patches[i]") or flags for a component
+// (Source "customizeComponents.flags.<component>"). The controller reports it
+// (Degraded) and writes nothing: retrying cannot help until the spec changes.
+type PatchError struct {
+	Source string
+	// Patch is the offending patch; zero for flags.
+	Patch v1.CustomizeComponentsPatch
+	// Object is the object it failed on; zero when the patch itself is malformed.
+	Object ObjectRef
+	Err    error
+}
+
+func (e *PatchError) Error() string {
+	what := e.Source
+	if e.Patch.Type != "" || e.Patch.ResourceType != "" {
+		what = fmt.Sprintf("%s (type %s, resourceType %s, resourceName %s)", e.Source, e.Patch.Type, e.Patch.ResourceType, e.Patch.ResourceName)
+	}
+	if e.Object.Name == "" {
+		return fmt.Sprintf("%s: %v", what, e.Err)
+	}
+	return fmt.Sprintf("%s does not apply to %s: %v", what, e.Object, e.Err)
+}
+
+func (e *PatchError) Unwrap() error { return e.Err }
+
+// patchableKinds are the kinds customizeComponents patches may target (§4.5);
+// every object of these kinds also gets the customizer-identifier annotation.
+var patchableKinds = map[string]bool{
+	"deployment": true, "daemonset": true, "service": true, "secret": true, "apiservice": true,
+	"validatingwebhookconfiguration": true, "mutatingwebhookconfiguration": true,
+}
+
+// Customize returns a deep copy of s with cfg's customizations applied, in this
+// order, so that the most explicit one wins:
+//  1. spec.infra placement and replicas on the infra Deployments, spec.workloads
+//     placement on virt-handler;
+//  2. spec.customizeComponents.flags as the command of virt-api, virt-controller
+//     and virt-handler;
+//  3. spec.customizeComponents.patches, in list order (not sorted by length, as
+//     upstream does), each to every object whose kind and name match
+//     (case-insensitive, "*" matches any);
+//  4. the annotation kubevirt.io/customizer-identifier = CustomizerHash on every
+//     object of a patchable kind.
+//
+// The input is never modified. The first failure is returned as a *PatchError.
+func Customize(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, error) {
+	cc := v1.CustomizeComponents{}
+	if cfg.CustomizeComponents != nil {
+		cc = *cfg.CustomizeComponents
+	}
+	for i, p := range cc.Patches {
+		if err := checkPatch(p); err != nil {
+			return nil, &PatchError{Source: fmt.Sprintf("customizeComponents.patches[%d]", i), Patch: p, Err: err}
+		}
+	}
+	id, err := CustomizerHash(cfg.CustomizeComponents)
+	if err != nil {
+		return nil, err
+	}
+	out := &strategy.Strategy{}
+	for _, orig := range s.Objects() {
+		obj := orig.DeepCopyObject().(client.Object)
+		place(obj, cfg.Infra, cfg.Workloads)
+		if err := setFlags(obj, cc.Flags); err != nil {
+			return nil, err
+		}
+		kind := strings.ToLower(kindOf(obj))
+		for i, p := range cc.Patches {
+			if !patchableKinds[kind] || !matches(p, kind, obj.GetName()) {
+				continue
+			}
+			if obj, err = patchObject(obj, p); err != nil {
+				return nil, &PatchError{Source: fmt.Sprintf("customizeComponents.patches[%d]", i), Patch: p, Object: RefOf(orig), Err: err}
+			}
+		}
+		if patchableKinds[kind] {
+			ann := obj.GetAnnotations()
+			if ann == nil {
+				ann = map[string]string{}
+			}
+			ann[metadata.CustomizerIdentifierAnnotation] = id
+			obj.SetAnnotations(ann)
+		}
+		if err := out.Add(obj); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// CustomizerHash identifies a customizeComponents value (nil hashes as empty).
+func CustomizerHash(cc *v1.CustomizeComponents) (string, error) {
+	if cc == nil {
+		cc = &v1.CustomizeComponents{}
+	}
+	raw, err := json.Marshal(cc)
+	if err != nil {
+		return "", fmt.Errorf("hashing customizeComponents: %w", err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:20]), nil
+}
+
+func checkPatch(p v1.CustomizeComponentsPatch) error {
+	switch p.Type {
+	case v1.JSONPatchType:
+		_, err := jsonpatch.DecodePatch([]byte(p.Patch))
+		return err
+	case v1.MergePatchType, v1.StrategicMergePatchType:
+		if !json.Valid([]byte(p.Patch)) {
+			return errors.New("the patch is not valid JSON")
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown patch type %q (want json, merge or strategic)", p.Type)
+}
+
+func matches(p v1.CustomizeComponentsPatch, kind, name string) bool {
+	return (p.ResourceType == "*" || strings.EqualFold(p.ResourceType, kind)) &&
+		(p.ResourceName == "*" || strings.EqualFold(p.ResourceName, name))
+}
+
+// patchObject applies p to obj and decodes the result strictly into a new object
+// of the same type, so a patch that names an unknown field fails instead of
+// silently doing nothing. A patch may not change the object's kind or identity.
+func patchObject(obj client.Object, p v1.CustomizeComponentsPatch) (client.Object, error) {
+	doc, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var patched []byte
+	switch p.Type {
+	case v1.JSONPatchType:
+		jp, err := jsonpatch.DecodePatch([]byte(p.Patch))
+		if err != nil {
+			return nil, err
+		}
+		patched, err = jp.Apply(doc)
+		if err != nil {
+			return nil, err
+		}
+	case v1.MergePatchType:
+		if patched, err = jsonpatch.MergePatch(doc, []byte(p.Patch)); err != nil {
+			return nil, err
+		}
+	case v1.StrategicMergePatchType:
+		if patched, err = strategicpatch.StrategicMergePatch(doc, []byte(p.Patch), newLike(obj)); err != nil {
+			return nil, err
+		}
+	}
+	out := newLike(obj)
+	strict, err := sigsjson.UnmarshalStrict(patched, out)
+	if err != nil {
+		return nil, fmt.Errorf("the patched object does not decode: %w", err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("the patched object does not decode: %w", errors.Join(strict...))
+	}
+	if RefOf(out) != RefOf(obj) || out.GetObjectKind().GroupVersionKind() != obj.GetObjectKind().GroupVersionKind() {
+		return nil, errors.New("the patch changes the object's kind, name or namespace")
+	}
+	return out, nil
+}

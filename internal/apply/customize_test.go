@@ -1,0 +1,269 @@
+package apply
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+func patches(ps ...v1.CustomizeComponentsPatch) func(*v1.KubeVirtSpec) {
+	return func(s *v1.KubeVirtSpec) { s.CustomizeComponents.Patches = ps }
+}
+
+func TestCustomizePatches(t *testing.T) {
+	tests := []struct {
+		name  string
+		patch []v1.CustomizeComponentsPatch
+		check func(t *testing.T, s *strategy.Strategy)
+	}{
+		{"json patch on one Deployment",
+			[]v1.CustomizeComponentsPatch{{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType,
+				Patch: `[{"op":"replace","path":"/spec/replicas","value":5}]`}},
+			func(t *testing.T, s *strategy.Strategy) {
+				wantReplicas(t, s, VirtAPI, 5)
+				wantReplicas(t, s, VirtController, 2)
+			}},
+		{"merge patch on a Service, kind and name case-insensitive",
+			[]v1.CustomizeComponentsPatch{{ResourceType: "service", ResourceName: "VIRT-API", Type: v1.MergePatchType,
+				Patch: `{"metadata":{"labels":{"team":"x"}}}`}},
+			func(t *testing.T, s *strategy.Strategy) {
+				if got := find[*corev1.Service](t, s, "Service", "virt-api").Labels["team"]; got != "x" {
+					t.Errorf("service label = %q", got)
+				}
+			}},
+		{"strategic patch merges containers by name",
+			[]v1.CustomizeComponentsPatch{{ResourceType: "Deployment", ResourceName: "virt-controller", Type: v1.StrategicMergePatchType,
+				Patch: `{"spec":{"template":{"spec":{"containers":[{"name":"virt-controller","env":[{"name":"A","value":"1"}]}]}}}}`}},
+			func(t *testing.T, s *strategy.Strategy) {
+				c := find[*appsv1.Deployment](t, s, "Deployment", VirtController).Spec.Template.Spec.Containers
+				if len(c) != 1 || c[0].Image == "" || len(c[0].Env) != 1 || c[0].Env[0].Name != "A" {
+					t.Errorf("containers = %+v", c)
+				}
+			}},
+		{"wildcard name hits every object of the kind",
+			[]v1.CustomizeComponentsPatch{{ResourceType: "Deployment", ResourceName: "*", Type: v1.MergePatchType, Patch: `{"spec":{"replicas":3}}`}},
+			func(t *testing.T, s *strategy.Strategy) {
+				for _, d := range s.Deployments {
+					wantReplicas(t, s, d.Name, 3)
+				}
+			}},
+		{"wildcard type hits every patchable kind of the name",
+			[]v1.CustomizeComponentsPatch{{ResourceType: "*", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: `{"metadata":{"labels":{"w":"1"}}}`}},
+			func(t *testing.T, s *strategy.Strategy) {
+				if find[*corev1.Service](t, s, "Service", "virt-api").Labels["w"] != "1" ||
+					find[*appsv1.Deployment](t, s, "Deployment", "virt-api").Labels["w"] != "1" {
+					t.Error("wildcard type missed the Service or the Deployment")
+				}
+			}},
+		{"kinds that are not patchable are left alone",
+			[]v1.CustomizeComponentsPatch{{ResourceType: "*", ResourceName: "*", Type: v1.MergePatchType, Patch: `{"metadata":{"labels":{"w":"1"}}}`}},
+			func(t *testing.T, s *strategy.Strategy) {
+				if _, ok := find[*rbacv1.ClusterRole](t, s, "ClusterRole", "kubevirt-apiserver").Labels["w"]; ok {
+					t.Error("a ClusterRole was patched")
+				}
+			}},
+		{"patches apply in list order, not by length",
+			[]v1.CustomizeComponentsPatch{
+				{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType, Patch: `[{"op": "replace", "path": "/spec/replicas", "value": 7}]`},
+				{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: `{"spec":{"replicas":4}}`},
+			},
+			func(t *testing.T, s *strategy.Strategy) { wantReplicas(t, s, VirtAPI, 4) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := testStrategy(t)
+			before := snapshot(t, in)
+			out, err := Customize(in, testConfig(t, patches(tt.patch...)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, out)
+			if snapshot(t, in) != before {
+				t.Error("the input strategy was modified")
+			}
+		})
+	}
+}
+
+func wantReplicas(t *testing.T, s *strategy.Strategy, name string, want int32) {
+	t.Helper()
+	if got := find[*appsv1.Deployment](t, s, "Deployment", name).Spec.Replicas; got == nil || *got != want {
+		t.Errorf("%s replicas = %v, want %d", name, got, want)
+	}
+}
+
+func TestCustomizeBadPatch(t *testing.T) {
+	tests := []struct {
+		name, wantIn string
+		patch        v1.CustomizeComponentsPatch
+		wantObject   bool
+	}{
+		{"json replace of a missing path", "virt-api",
+			v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType, Patch: `[{"op":"replace","path":"/spec/nope/x","value":1}]`}, true},
+		{"malformed json patch", "patches[0]",
+			v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType, Patch: `{"op":"add"}`}, false},
+		{"merge patch that is not JSON", "not valid JSON",
+			v1.CustomizeComponentsPatch{ResourceType: "Service", ResourceName: "*", Type: v1.MergePatchType, Patch: `{spec`}, false},
+		{"unknown type", "unknown patch type",
+			v1.CustomizeComponentsPatch{ResourceType: "Service", ResourceName: "*", Type: "yaml", Patch: `{}`}, false},
+		{"unknown field", "nodeSelectr",
+			v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-controller", Type: v1.StrategicMergePatchType, Patch: `{"spec":{"template":{"spec":{"nodeSelectr":{"a":"b"}}}}}`}, true},
+		{"wrong value type", "virt-api",
+			v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: `{"spec":{"replicas":"many"}}`}, true},
+		{"renaming the object", "name",
+			v1.CustomizeComponentsPatch{ResourceType: "Service", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: `{"metadata":{"name":"other"}}`}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := testStrategy(t)
+			before := snapshot(t, in)
+			cfg := testConfig(t, nil) // set after validation, which rejects unknown types
+			cfg.CustomizeComponents = &v1.CustomizeComponents{Patches: []v1.CustomizeComponentsPatch{tt.patch}}
+			out, err := Customize(in, cfg)
+			var pe *PatchError
+			if !errors.As(err, &pe) || out != nil {
+				t.Fatalf("Customize = %v, %v; want a *PatchError", out, err)
+			}
+			if pe.Patch != tt.patch || (pe.Object.Name != "") != tt.wantObject {
+				t.Errorf("PatchError = %+v", pe)
+			}
+			msg := err.Error()
+			t.Log(msg)
+			for _, want := range []string{tt.wantIn, "resourceType " + tt.patch.ResourceType, "type " + string(tt.patch.Type)} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not mention %q", msg, want)
+				}
+			}
+			if snapshot(t, in) != before {
+				t.Error("the input strategy was modified")
+			}
+		})
+	}
+}
+
+func TestCustomizeFlagsAndPlacement(t *testing.T) {
+	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "infra", Operator: corev1.NodeSelectorOpExists}}}}}}}
+	cfg := testConfig(t, func(s *v1.KubeVirtSpec) {
+		s.CustomizeComponents.Flags = &v1.Flags{API: map[string]string{"V": "4", "debug": "", "Trace": "TRUE"}, Handler: map[string]string{"x": "/Path/A"}}
+		s.Infra = &v1.ComponentConfig{Replicas: ptr.To(uint8(3)), NodePlacement: &v1.NodePlacement{
+			NodeSelector: map[string]string{"infra": "yes", "kubernetes.io/os": "other"}, Affinity: affinity,
+			Tolerations: []corev1.Toleration{{Key: "infra", Operator: corev1.TolerationOpExists}}}}
+		s.Workloads = &v1.ComponentConfig{NodePlacement: &v1.NodePlacement{NodeSelector: map[string]string{"workload": "yes"}}}
+	})
+	out, err := Customize(testStrategy(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := find[*appsv1.Deployment](t, out, "Deployment", VirtAPI)
+	if got, want := api.Spec.Template.Spec.Containers[0].Command, []string{"virt-api", "--debug", "--trace=true", "--v", "4"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("virt-api command = %q, want %q", got, want)
+	}
+	handler := find[*appsv1.DaemonSet](t, out, "DaemonSet", VirtHandler)
+	if got := handler.Spec.Template.Spec.Containers[0].Command; !reflect.DeepEqual(got, []string{"virt-handler", "--x", "/Path/A"}) {
+		t.Errorf("virt-handler command = %q", got)
+	}
+	if got := find[*appsv1.Deployment](t, out, "Deployment", VirtController).Spec.Template.Spec.Containers[0].Command; !reflect.DeepEqual(got, []string{"virt-controller"}) {
+		t.Errorf("virt-controller command changed without flags: %q", got)
+	}
+	for _, name := range []string{VirtAPI, VirtController, VirtExportProxy, VirtSynchronizationController} {
+		spec := find[*appsv1.Deployment](t, out, "Deployment", name).Spec
+		ps := spec.Template.Spec
+		if *spec.Replicas != 3 || ps.NodeSelector["infra"] != "yes" || ps.NodeSelector["kubernetes.io/os"] != "other" ||
+			!reflect.DeepEqual(ps.Affinity, affinity) || len(ps.Tolerations) != 2 || ps.Tolerations[1].Key != "infra" {
+			t.Errorf("%s: replicas %d, placement %+v", name, *spec.Replicas, ps)
+		}
+	}
+	if other := find[*appsv1.Deployment](t, out, "Deployment", "virt-template-controller"); other.Spec.Template.Spec.NodeSelector["infra"] != "" {
+		t.Error("infra placement reached a non-infra Deployment")
+	}
+	if ps := handler.Spec.Template.Spec; ps.NodeSelector["workload"] != "yes" || ps.NodeSelector["infra"] != "" {
+		t.Errorf("virt-handler placement = %+v", ps.NodeSelector)
+	}
+}
+
+func TestCustomizeFlagsWithoutContainer(t *testing.T) {
+	s := testStrategy(t)
+	s.Deployments[0].Spec.Template.Spec.Containers[0].Name = "renamed"
+	_, err := Customize(s, testConfig(t, func(s *v1.KubeVirtSpec) {
+		s.CustomizeComponents.Flags = &v1.Flags{API: map[string]string{"v": "2"}}
+	}))
+	var pe *PatchError
+	if !errors.As(err, &pe) || pe.Source != "customizeComponents.flags.api" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCustomizerIdentifier(t *testing.T) {
+	plain, err := Customize(testStrategy(t), testConfig(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := Customize(testStrategy(t), testConfig(t, patches(v1.CustomizeComponentsPatch{
+		ResourceType: "Secret", ResourceName: "none", Type: v1.MergePatchType, Patch: `{}`})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(s *strategy.Strategy, kind, name string) string {
+		for _, o := range s.Objects() {
+			if kindOf(o) == kind && o.GetName() == name {
+				return o.GetAnnotations()[metadata.CustomizerIdentifierAnnotation]
+			}
+		}
+		return "<absent>"
+	}
+	a, b := id(plain, "Deployment", VirtAPI), id(patched, "Deployment", VirtAPI)
+	if a == "" || b == "" || a == b {
+		t.Errorf("customizer ids %q, %q: want set and different", a, b)
+	}
+	if id(plain, "Service", "virt-api") != a || id(plain, "DaemonSet", VirtHandler) != a {
+		t.Error("patchable kinds disagree on the identifier")
+	}
+	if got := id(plain, "ClusterRole", "kubevirt-apiserver"); got != "" {
+		t.Errorf("ClusterRole carries the identifier %q", got)
+	}
+}
+
+func TestFlagCommand(t *testing.T) {
+	tests := []struct {
+		flags map[string]string
+		want  []string
+	}{
+		{nil, []string{"bin"}},
+		{map[string]string{"b": "", "A": "x"}, []string{"bin", "--a", "x", "--b"}},
+		{map[string]string{"on": "True", "off": "false"}, []string{"bin", "--off=false", "--on=true"}},
+		{map[string]string{"url": "HTTP://Host/A"}, []string{"bin", "--url", "HTTP://Host/A"}},
+	}
+	for _, tt := range tests {
+		if got := FlagCommand("bin", tt.flags); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("FlagCommand(%v) = %q, want %q", tt.flags, got, tt.want)
+		}
+	}
+}
+
+func TestDesiredInjectsMetadata(t *testing.T) {
+	cfg := testConfig(t, nil)
+	out, err := Desired(testStrategy(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := metadata.TargetOf(cfg)
+	for _, o := range out.Objects() {
+		if !metadata.IsManaged(o) || !metadata.IsUpToDate(o, target) {
+			t.Errorf("%s lacks the operator metadata: %v %v", RefOf(o), o.GetLabels(), o.GetAnnotations())
+		}
+		if tmpl := podTemplate(o); tmpl != nil && !metadata.IsUpToDate(tmpl, target) {
+			t.Errorf("%s pod template lacks the target annotations", RefOf(o))
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package apply
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// DesiredHashAnnotation carries Hash of the desired object on every object the
+// operator writes. A live object with another value (or none) needs a write.
+const DesiredHashAnnotation = "kubevirt.io/virt-operator-desired-hash"
+
+// ObjectRef names one object: kind, namespace ("" when cluster-scoped) and name.
+type ObjectRef = strategy.ObjectRef
+
+// Desired is the strategy as the operator writes it: Customize, then the
+// operator's labels and install-strategy annotations on every object and on the
+// pod templates of Deployments and DaemonSets. The input is not modified.
+// A customization that does not apply is a *PatchError.
+func Desired(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, error) {
+	out, err := Customize(s, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range out.Objects() {
+		metadata.Inject(o, cfg)
+		if tmpl := podTemplate(o); tmpl != nil {
+			metadata.InjectPodTemplate(tmpl, cfg)
+		}
+	}
+	return out, nil
+}
+
+// Hash is a stable digest of obj as we would write it: its canonical JSON
+// without status, TypeMeta, server-set metadata and DesiredHashAnnotation itself.
+func Hash(obj client.Object) (string, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return "", fmt.Errorf("hashing %s: %w", RefOf(obj), err)
+	}
+	delete(m, "status")
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		for _, k := range []string{"creationTimestamp", "resourceVersion", "uid", "generation", "managedFields", "selfLink", "deletionTimestamp"} {
+			delete(meta, k)
+		}
+		if ann, ok := meta["annotations"].(map[string]any); ok {
+			delete(ann, DesiredHashAnnotation)
+		}
+	}
+	raw, err := json.Marshal(m) // map keys are sorted: canonical
+	if err != nil {
+		return "", fmt.Errorf("hashing %s: %w", RefOf(obj), err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+// stamp returns a copy of obj carrying its Hash in DesiredHashAnnotation.
+func stamp(obj client.Object) (client.Object, string, error) {
+	h, err := Hash(obj)
+	if err != nil {
+		return nil, "", err
+	}
+	c := obj.DeepCopyObject().(client.Object)
+	ann := c.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[DesiredHashAnnotation] = h
+	c.SetAnnotations(ann)
+	return c, h, nil
+}
+
+// RefOf is obj's reference. The kind comes from the Go type for typed objects
+// (live objects read through a typed client have no TypeMeta), else from TypeMeta.
+func RefOf(obj client.Object) ObjectRef {
+	return ObjectRef{Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// kinds maps every typed kind a strategy (plus its PDBs) can hold to its Kind.
+var kinds = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := strategy.AddToScheme(s); err != nil {
+		panic(err) // static registrations; cannot fail
+	}
+	if err := policyv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+func kindOf(obj client.Object) string {
+	if gvks, _, err := kinds.ObjectKinds(obj); err == nil && len(gvks) > 0 && gvks[0].Kind != "" {
+		return gvks[0].Kind
+	}
+	return obj.GetObjectKind().GroupVersionKind().Kind
+}
+
+// newLike returns an empty object of obj's type (and GVK, for unstructured).
+func newLike(obj client.Object) client.Object {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		out := &unstructured.Unstructured{}
+		out.SetGroupVersionKind(u.GroupVersionKind())
+		return out
+	}
+	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+}
+
+// podTemplate is the pod template of a Deployment or DaemonSet, else nil.
+func podTemplate(obj client.Object) *corev1.PodTemplateSpec {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return &o.Spec.Template
+	case *appsv1.DaemonSet:
+		return &o.Spec.Template
+	}
+	return nil
+}
+
+// Refs lists the reference of every object of the steps, PDBs included: the
+// desired set that Orphans compares the cluster with.
+func Refs(steps []Step) []ObjectRef {
+	var out []ObjectRef
+	for _, s := range steps {
+		for _, o := range s.Objects {
+			out = append(out, RefOf(o))
+		}
+	}
+	return out
+}

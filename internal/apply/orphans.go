@@ -1,0 +1,102 @@
+package apply
+
+import (
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/virt-operator/virt-operator/internal/metadata"
+)
+
+// TempWebhookPrefix names the temporary blocking webhook (§4.13); it is never
+// an orphan: its owner deletes it once virt-api has rolled over.
+const TempWebhookPrefix = "virt-operator-tmp-webhook"
+
+// orphanOrder is the order stale objects are deleted in (§4.12): webhooks first,
+// since a stale webhook could block the other deletes, workloads before their
+// RBAC.
+var orphanOrder = []string{
+	"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "APIService", "Secret", "ConfigMap",
+	"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "CustomResourceDefinition",
+	"DaemonSet", "Deployment", "PodDisruptionBudget", "Service", "ClusterRoleBinding", "ClusterRole",
+	"RoleBinding", "Role", "ServiceAccount", "SecurityContextConstraints", "Route", "PrometheusRule", "ServiceMonitor",
+	"PriorityClass",
+}
+
+// uninstallOrder is §1.9's: CRDs first (their deletion removes the workloads,
+// processed by the still-running controllers), then the control plane.
+var uninstallOrder = []string{
+	"CustomResourceDefinition", "DaemonSet", "PodDisruptionBudget", "Deployment",
+	"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "APIService", "Service",
+	"ServiceMonitor", "PrometheusRule", "ClusterRoleBinding", "ClusterRole", "RoleBinding", "Role",
+	"ServiceAccount", "Secret", "ConfigMap", "SecurityContextConstraints", "Route",
+	"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "PriorityClass",
+}
+
+// Orphans are the live objects the operator manages (metadata.IsManaged) whose
+// reference is not desired, in deletion order. Install-strategy ConfigMaps and
+// the temporary webhook are never orphans: they have their own lifecycles.
+// Delete them (Deletions) only once every step has rolled over: until then the
+// old components may still need them.
+func Orphans(desired []ObjectRef, live []client.Object) []client.Object {
+	want := make(map[ObjectRef]bool, len(desired))
+	for _, r := range desired {
+		want[r] = true
+	}
+	var out []client.Object
+	for _, o := range live {
+		if !metadata.IsManaged(o) || want[RefOf(o)] || ownLifecycle(o) {
+			continue
+		}
+		out = append(out, o)
+	}
+	sortByKind(out, orphanOrder)
+	return out
+}
+
+func ownLifecycle(o client.Object) bool {
+	if _, ok := o.GetLabels()[metadata.InstallStrategyLabel]; ok {
+		return true
+	}
+	return strings.HasPrefix(o.GetName(), TempWebhookPrefix)
+}
+
+// UninstallOrder groups every object by kind in the order §1.9 deletes them;
+// empty groups are left out and unknown kinds come last. Delete group by group;
+// the first group is the CRDs: wait until they are gone (their finalizers let
+// virt-controller and virt-handler clean up the workloads) before the next.
+func UninstallOrder(objs []client.Object) [][]client.Object {
+	sorted := append([]client.Object(nil), objs...)
+	sortByKind(sorted, uninstallOrder)
+	var out [][]client.Object
+	for i, o := range sorted {
+		if i == 0 || kindOf(o) != kindOf(sorted[i-1]) {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], o)
+	}
+	return out
+}
+
+// sortByKind orders objs by the rank of their kind in order (unknown kinds last,
+// by name), then by namespace and name: deterministic whatever the listing order.
+func sortByKind(objs []client.Object, order []string) {
+	rank := make(map[string]int, len(order))
+	for i, k := range order {
+		rank[k] = i
+	}
+	rankOf := func(o client.Object) int {
+		if r, ok := rank[kindOf(o)]; ok {
+			return r
+		}
+		return len(order)
+	}
+	sort.SliceStable(objs, func(i, j int) bool {
+		ri, rj := rankOf(objs[i]), rankOf(objs[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return RefOf(objs[i]).String() < RefOf(objs[j]).String()
+	})
+}

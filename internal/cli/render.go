@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/strategy/generate"
+)
+
+// The render command prints, offline, the install strategy the operator would
+// generate for a KubeVirt CR: its inventory (-o names) or every object as YAML
+// (-o yaml) that `kubectl apply` accepts once the namespace exists.
+//
+// Exit status as deployment-id: 0 on success; 2 (ExitUsage) on bad input, with one
+// line naming the problem.
+
+// NewRenderCommand returns `render`, reading the process environment as the
+// operator does.
+func NewRenderCommand() *cobra.Command {
+	return newRenderCommand(deployid.OSEnv{})
+}
+
+type renderOptions struct {
+	file, output, monitoringNamespace string
+	env                               []string
+	openShift                         bool
+}
+
+func newRenderCommand(processEnv deployid.Env) *cobra.Command {
+	var o renderOptions
+	cmd := &cobra.Command{
+		Use:   "render -f KUBEVIRT.yaml [--env NAME=VALUE]... [--monitoring-namespace NS] [--openshift] [-o yaml|names]",
+		Short: "Print the install strategy the operator would generate for a KubeVirt CR",
+		Long: `Print the install strategy for a KubeVirt CR: with -o yaml (default) every object as
+multi-document YAML, CRDs first, ready for kubectl apply once the KubeVirt namespace
+exists; with -o names one sorted line per object, "Kind namespace/name" or "Kind name".
+The deployment config is built as deployment-id builds it (same environment, same
+--env overrides). --monitoring-namespace says where Prometheus was found (adds the
+ServiceMonitor, PrometheusRule and their RBAC); --openshift adds the SCCs and Route.
+Placement (spec.infra, spec.workloads) and customizeComponents are applied by the
+operator on top of this strategy and are not shown.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return UsageError(fmt.Errorf("render takes no arguments, got %q", args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRender(cmd.OutOrStdout(), o, processEnv)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return UsageError(err) })
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "the KubeVirt CR, as YAML or JSON")
+	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE to set in the operator's environment (repeatable)")
+	f.StringVar(&o.monitoringNamespace, "monitoring-namespace", "", "namespace where Prometheus' ServiceAccount is (empty: no monitoring objects)")
+	f.BoolVar(&o.openShift, "openshift", false, "render for a cluster that serves the OpenShift APIs")
+	f.StringVarP(&o.output, "output", "o", "yaml", "what to print: yaml, or names")
+	return cmd
+}
+
+func runRender(out io.Writer, o renderOptions, processEnv deployid.Env) error {
+	if o.output != "yaml" && o.output != "names" {
+		return UsageError(fmt.Errorf("-o %q: want yaml or names", o.output))
+	}
+	cfg, err := configFromFile(o.file, processEnv, o.env)
+	if err != nil {
+		return err
+	}
+	s, err := generate.Generate(generate.Input{Config: cfg, MonitorNamespace: o.monitoringNamespace, OpenShift: o.openShift})
+	if err != nil {
+		return UsageError(fmt.Errorf("%s: %w", o.file, err))
+	}
+	if o.output == "names" {
+		for _, ref := range s.Inventory() {
+			if _, err := fmt.Fprintln(out, ref); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	raw, err := generate.RenderYAML(s)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(raw)
+	return err
+}
+
+// configFromFile builds the deployment config of the KubeVirt in file exactly as
+// deployment-id does: the process environment with the --env overrides, and a
+// KubeVirt without namespace taken to live in $POD_NAMESPACE, else kubevirt.
+// Every failure is bad input.
+func configFromFile(file string, processEnv deployid.Env, overrides []string) (*deployid.Config, error) {
+	if file == "" {
+		return nil, UsageError(errors.New("-f KUBEVIRT.yaml is required"))
+	}
+	env, err := operatorEnv(processEnv, overrides)
+	if err != nil {
+		return nil, UsageError(err)
+	}
+	kv, err := loadKubeVirt(file)
+	if err != nil {
+		return nil, UsageError(err)
+	}
+	if kv.Namespace == "" {
+		kv.Namespace = "kubevirt"
+		if ns := env["POD_NAMESPACE"]; ns != "" {
+			kv.Namespace = ns
+		}
+	}
+	cfg, err := deployid.FromKubeVirt(kv, env)
+	if err != nil {
+		return nil, UsageError(fmt.Errorf("%s: %w", file, err))
+	}
+	return cfg, nil
+}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"bytes"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/virt-operator/virt-operator/internal/deployid"
+)
+
+func runRenderCommand(t *testing.T, processEnv deployid.MapEnv, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRenderCommand(processEnv)
+	var stdout, stderr bytes.Buffer
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if stderr.Len() > 0 {
+		t.Errorf("the command wrote to stderr itself (main does that): %q", stderr.String())
+	}
+	return stdout.String(), err
+}
+
+func TestRenderNames(t *testing.T) {
+	sample := filepath.Join(samplesDir, "kubevirt.yaml")
+	out, err := runRenderCommand(t, operatorEnvForTests, "-f", sample, "-o", "names")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if !sort.StringsAreSorted(lines) {
+		t.Error("names are not sorted")
+	}
+	for _, want := range []string{"DaemonSet kubevirt/virt-handler", "CustomResourceDefinition virtualmachines.kubevirt.io", "ClusterRole kubevirt.io:admin"} {
+		if !contains(lines, want) {
+			t.Errorf("no line %q", want)
+		}
+	}
+	for _, absent := range []string{"ServiceMonitor", "SecurityContextConstraints", "Route"} {
+		if strings.Contains(out, absent) {
+			t.Errorf("%s without --monitoring-namespace/--openshift", absent)
+		}
+	}
+	more, err := runRenderCommand(t, operatorEnvForTests, "-f", sample, "-o", "names", "--monitoring-namespace", "monitoring", "--openshift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ServiceMonitor monitoring/prometheus-kubevirt-rules", "SecurityContextConstraints kubevirt-handler", "Route kubevirt/virt-exportproxy"} {
+		if !strings.Contains(more, want+"\n") {
+			t.Errorf("no line %q with --monitoring-namespace and --openshift", want)
+		}
+	}
+}
+
+func contains(lines []string, s string) bool {
+	for _, l := range lines {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRenderYAMLMatchesNames(t *testing.T) {
+	sample := filepath.Join(samplesDir, "kubevirt.yaml")
+	names, _ := runRenderCommand(t, operatorEnvForTests, "-f", sample, "-o", "names")
+	out, err := runRenderCommand(t, operatorEnvForTests, "-f", sample, "--env", "VIRT_HANDLER_IMAGE=mirror.example/handler:x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(strings.TrimPrefix(out, "---\n"), "\n---\n")
+	if len(docs) != strings.Count(names, "\n") {
+		t.Errorf("%d YAML documents, %d names", len(docs), strings.Count(names, "\n"))
+	}
+	var first struct{ Kind string }
+	if err := yaml.Unmarshal([]byte(docs[0]), &first); err != nil || first.Kind != "CustomResourceDefinition" {
+		t.Errorf("first document is a %q (%v), want a CRD", first.Kind, err)
+	}
+	if !strings.Contains(out, "image: mirror.example/handler:x\n") {
+		t.Error("--env VIRT_HANDLER_IMAGE did not reach the DaemonSet")
+	}
+}
+
+func TestRenderBadInputExitsTwo(t *testing.T) {
+	kv := writeFile(t, "apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata: {name: kv}\n")
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"no -f", nil, "-f KUBEVIRT.yaml is required"},
+		{"bad -o", []string{"-f", kv, "-o", "json"}, `-o "json"`},
+		{"missing file", []string{"-f", filepath.Join(t.TempDir(), "absent.yaml")}, "no such file"},
+		{"wrong kind", []string{"-f", writeFile(t, "apiVersion: v1\nkind: Pod\n")}, "not a kubevirt.io/v1 KubeVirt"},
+		{"spec the operator rejects", []string{"-f", writeFile(t, "apiVersion: kubevirt.io/v1\nkind: KubeVirt\nspec: {imagePullPolicy: Sometimes}\n")}, `imagePullPolicy "Sometimes"`},
+		{"bad monitoring namespace", []string{"-f", kv, "--monitoring-namespace", "Not_A_Namespace"}, "monitor namespace"},
+		{"bad namespace", []string{"-f", kv, "--env", "POD_NAMESPACE=Bad_NS"}, `namespace "Bad_NS"`},
+		{"bad --env", []string{"-f", kv, "--env", "NOEQUALS"}, `--env "NOEQUALS"`},
+		{"unknown flag", []string{"--bogus"}, "unknown flag"},
+		{"positional argument", []string{"-f", kv, "extra"}, "takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := runRenderCommand(t, operatorEnvForTests, tt.args...)
+			if code := ExitCode(err); code != ExitUsage {
+				t.Fatalf("exit code %d (err %v), want 2", code, err)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, tt.wantErr) {
+				t.Errorf("error %q: want one line containing %q", msg, tt.wantErr)
+			}
+			if out != "" {
+				t.Errorf("printed %q on failure", out)
+			}
+		})
+	}
+}

@@ -1,0 +1,181 @@
+package kubevirt
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/certs"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// applyOutcome is how far one pass got.
+type applyOutcome struct {
+	// Created: every prerequisite object exists.
+	Created bool
+	// RolledOver: every step is ready on the target.
+	RolledOver bool
+	// RecheckAfter: when a certificate is next due.
+	RecheckAfter time.Duration
+	// Desired is the strategy as written, for the orphan cleanup.
+	Desired *strategy.Strategy
+}
+
+// applyStrategy writes the target's objects step by step (prerequisites, then
+// the components in the path's order) and stops at the first step that has not
+// rolled over; the watches on Deployments and DaemonSets bring it back.
+func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config, s *strategy.Strategy) (applyOutcome, error) {
+	var out applyOutcome
+	desired, recheck, err := r.desiredStrategy(ctx, kv, cfg, s)
+	if err != nil {
+		return out, err
+	}
+	out.RecheckAfter, out.Desired = recheck, desired
+	reader := r.reader()
+	live, err := apply.LiveObjects(ctx, reader, desired)
+	if err != nil {
+		return out, err
+	}
+	target := metadata.TargetFromStatus(&kv.Status)
+	applier := &apply.Applier{Client: r.Client}
+	steps := apply.Steps(desired, apply.ChoosePath(kv.Status.TargetKubeVirtVersion, kv.Status.ObservedKubeVirtVersion))
+	for i, step := range steps {
+		writes := apply.Writes(apply.Plan(step.Objects, live, kv.Status.Generations))
+		if len(writes) > 0 {
+			log.FromContext(ctx).Info("applying", "step", step.Name, "writes", len(writes), "first", describe(writes[0]))
+			gens, err := applier.Apply(ctx, writes)
+			kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)
+			if err != nil {
+				return out, err
+			}
+		}
+		if i == 0 {
+			out.Created = true
+		}
+		if len(writes) > 0 && hasWorkloads(step) {
+			return out, nil // the new generation is not observed yet
+		}
+		if !step.RolledOver(live, target) {
+			return out, nil
+		}
+	}
+	out.RolledOver = true
+	return out, nil
+}
+
+// desiredStrategy is the strategy with customizeComponents, certificates and
+// operator metadata applied, without kinds the cluster does not serve.
+func (r *Reconciler) desiredStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config, s *strategy.Strategy) (*strategy.Strategy, time.Duration, error) {
+	customized, err := apply.Customize(s, cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	policy, err := certs.PolicyFrom(kv.Spec.CertificateRotateStrategy)
+	if err != nil {
+		return nil, 0, err
+	}
+	secrets, configMaps, err := r.liveCertificateObjects(ctx, customized)
+	if err != nil {
+		return nil, 0, err
+	}
+	now := r.Clock.Now()
+	filled, err := certs.Fill(customized, certs.Inputs{Secrets: secrets, ConfigMaps: configMaps, Policy: policy, Now: now, Issuer: certs.Issuer{}})
+	if err != nil {
+		return nil, 0, err
+	}
+	customized.Secrets = replaceByName(customized.Secrets, filled.Secrets)
+	customized.ConfigMaps = replaceByName(customized.ConfigMaps, filled.ConfigMaps)
+	certs.InjectCABundle(customized, filled.CABundle)
+	served, err := apply.ServedOnly(customized, r.Client.RESTMapper())
+	if err != nil {
+		return nil, 0, err
+	}
+	desired, err := apply.Desired(served, cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	var recheck time.Duration
+	if !filled.NextCheck.IsZero() {
+		recheck = max(filled.NextCheck.Sub(now), time.Second)
+	}
+	return desired, recheck, nil
+}
+
+func (r *Reconciler) liveCertificateObjects(ctx context.Context, s *strategy.Strategy) (map[types.NamespacedName]*corev1.Secret, map[types.NamespacedName]*corev1.ConfigMap, error) {
+	reader := r.reader()
+	secrets := map[types.NamespacedName]*corev1.Secret{}
+	for _, want := range s.Secrets {
+		live := &corev1.Secret{}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(want), live); err == nil {
+			secrets[client.ObjectKeyFromObject(want)] = live
+		} else if !apierrors.IsNotFound(err) {
+			return nil, nil, err
+		}
+	}
+	configMaps := map[types.NamespacedName]*corev1.ConfigMap{}
+	for _, want := range s.ConfigMaps {
+		live := &corev1.ConfigMap{}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(want), live); err == nil {
+			configMaps[client.ObjectKeyFromObject(want)] = live
+		} else if !apierrors.IsNotFound(err) {
+			return nil, nil, err
+		}
+	}
+	return secrets, configMaps, nil
+}
+
+// deleteOrphans removes managed objects the target strategy no longer has.
+func (r *Reconciler) deleteOrphans(ctx context.Context, kv *v1.KubeVirt, desired *strategy.Strategy) error {
+	live, err := apply.ListManaged(ctx, r.reader(), r.Namespace)
+	if err != nil {
+		return err
+	}
+	refs := apply.Refs(apply.Steps(desired, apply.Install))
+	orphans := apply.Orphans(refs, live)
+	if len(orphans) == 0 {
+		return nil
+	}
+	applier := &apply.Applier{Client: r.Client}
+	if _, err := applier.Apply(ctx, apply.Deletions(orphans, "not in the target install strategy")); err != nil {
+		return err
+	}
+	kv.Status.Generations = apply.ForgetGenerations(kv.Status.Generations, orphans)
+	r.event(kv, "DeletedObsoleteObjects", "Cleanup", fmt.Sprintf("Deleted %d objects the target install strategy no longer has", len(orphans)))
+	return nil
+}
+
+func replaceByName[T client.Object](all, replacements []T) []T {
+	byKey := map[types.NamespacedName]T{}
+	for _, o := range replacements {
+		byKey[client.ObjectKeyFromObject(o)] = o
+	}
+	out := make([]T, 0, len(all))
+	for _, o := range all {
+		if rep, ok := byKey[client.ObjectKeyFromObject(o)]; ok {
+			o = rep
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func hasWorkloads(step apply.Step) bool {
+	d, ds := step.Workloads()
+	return len(d) > 0 || len(ds) > 0
+}
+
+func describe(a apply.Action) string {
+	return fmt.Sprintf("%s %s (%s)", a.Op, apply.RefOf(a.Object), a.Reason)
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

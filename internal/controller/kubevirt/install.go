@@ -1,0 +1,141 @@
+package kubevirt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// reconcileNormal installs or upgrades towards the CR's target.
+func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reconcile.Result, error) {
+	cfg, err := deployid.FromKubeVirt(kv, r.Env)
+	if err != nil {
+		r.fail(kv, ReasonInvalidConfig, err.Error())
+		return reconcile.Result{}, nil // a spec or environment change brings the operator back
+	}
+	r.setTarget(ctx, kv, cfg)
+	kv.Status.OperatorVersion = r.OperatorVersion
+	if kv.Status.Phase == v1.KubeVirtPhaseUnset {
+		kv.Status.Phase = v1.KubeVirtPhaseDeploying
+	}
+
+	loaded, err := r.loadStrategy(ctx, kv, cfg)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if loaded.Plan.Failure != nil {
+		r.fail(kv, ReasonStrategyJobFailed, "The install-strategy Job failed and is retried: "+loaded.Plan.Failure.Message)
+	}
+	if loaded.Strategy == nil {
+		if loaded.Plan.Failure == nil {
+			r.progressing(kv, false)
+		}
+		return reconcile.Result{RequeueAfter: loaded.Plan.RequeueAfter}, nil
+	}
+	if err := r.ensureFinalizer(ctx, kv); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	outcome, err := r.applyStrategy(ctx, kv, cfg, loaded.Strategy)
+	var patchErr *apply.PatchError
+	if errors.As(err, &patchErr) {
+		r.fail(kv, ReasonInvalidCustomization, patchErr.Error())
+		return reconcile.Result{}, nil // nothing was written; a spec change brings the operator back
+	}
+	if err != nil {
+		r.fail(kv, ReasonDeploymentFailed, "An error occurred during deployment: "+err.Error())
+		return reconcile.Result{}, err
+	}
+	requeue := minPositive(loaded.Plan.RequeueAfter, outcome.RecheckAfter)
+	if !outcome.RolledOver {
+		r.progressing(kv, outcome.Created)
+		return reconcile.Result{RequeueAfter: requeue}, nil
+	}
+
+	if err := r.finishRollover(ctx, kv, cfg, loaded, outcome.Desired); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// finishRollover runs once everything is ready on the target: objects the
+// target no longer has and old strategies go, and only then is the observed
+// state advanced (never earlier, so "observed == target" means done).
+func (r *Reconciler) finishRollover(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config, loaded *loadedStrategy, desired *strategy.Strategy) error {
+	// Orphans are looked for once per rollout, when the target is first reached.
+	if kv.Status.ObservedDeploymentID != cfg.ID {
+		if err := r.deleteOrphans(ctx, kv, desired); err != nil {
+			return err
+		}
+	}
+	for _, cm := range strategy.Obsolete(loaded.ConfigMaps, cfg.ID, cfg.ID) {
+		if err := r.Client.Delete(ctx, &cm); err != nil && !isNotFound(err) {
+			return fmt.Errorf("deleting old install strategy %s: %w", cm.Name, err)
+		}
+	}
+	if kv.Status.ObservedDeploymentID != cfg.ID {
+		deployid.SetObserved(kv, cfg)
+		r.event(kv, "Deployed", "Rollout", fmt.Sprintf("KubeVirt %s from %s is deployed (deployment ID %s)", cfg.KubeVirtVersion, cfg.Registry, cfg.ID))
+	}
+	kv.Status.Phase = v1.KubeVirtPhaseDeployed
+	kv.Status.ObservedGeneration = &kv.Generation
+	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateAvailable, Created: true}, r.now())
+	return nil
+}
+
+// setTarget records a new target and tells users which inputs changed.
+func (r *Reconciler) setTarget(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config) {
+	if kv.Status.TargetDeploymentID == cfg.ID {
+		return
+	}
+	reason := "initial install"
+	if previous, err := deployid.Parse(kv.Status.TargetDeploymentConfig); err == nil {
+		reason = "changed: " + strings.Join(deployid.ChangedKeys(previous, cfg), ", ")
+	}
+	deployid.SetTarget(kv, cfg)
+	log.FromContext(ctx).Info("new target", "deploymentID", cfg.ID, "version", cfg.KubeVirtVersion, "why", reason)
+	r.event(kv, "TargetChanged", "Rollout", fmt.Sprintf("Rolling out KubeVirt %s (deployment ID %s); %s", cfg.KubeVirtVersion, cfg.ID, reason))
+}
+
+// progressing sets the in-flight conditions: Deploying on a first install,
+// Updating when a previous version is still observed.
+func (r *Reconciler) progressing(kv *v1.KubeVirt, created bool) {
+	st := kv.Status
+	state := State{Kind: StateDeploying, Created: created,
+		TargetVersion: st.TargetKubeVirtVersion, TargetRegistry: st.TargetKubeVirtRegistry,
+		ObservedVersion: st.ObservedKubeVirtVersion, ObservedRegistry: st.ObservedKubeVirtRegistry}
+	if deployid.IsUpdating(kv) {
+		state.Kind = StateUpdating
+	}
+	kv.Status.Conditions = Conditions(kv.Status.Conditions, state, r.now())
+}
+
+// fail sets Degraded with a message that names the problem.
+func (r *Reconciler) fail(kv *v1.KubeVirt, reason, message string) {
+	previous := findCondition(kv.Status.Conditions, v1.KubeVirtConditionDegraded)
+	if previous == nil || previous.Reason != reason || previous.Message != message {
+		r.warning(kv, reason, "Reconcile", message)
+	}
+	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: reason, Message: message}, r.now())
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	default:
+		return min(a, b)
+	}
+}

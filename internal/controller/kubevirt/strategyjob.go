@@ -1,0 +1,124 @@
+package kubevirt
+
+import (
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+)
+
+// Strings of the install-strategy Job, as upstream names them.
+const (
+	strategyJobGenerateName = "virt-operator-install-strategy-"
+	strategyDumperLabel     = "virt-operator-strategy-dumper"
+	// attemptAnnotation counts failed Jobs for one deployment ID, for the backoff.
+	attemptAnnotation = "virt-operator.kubevirt.io/strategy-attempt"
+)
+
+// StrategyJob is the Job that runs the target version's operator to generate
+// and store the install strategy of cfg. The Job carries the deployment ID in
+// its identifier annotation so the operator finds it again after a restart.
+func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batchv1.Job {
+	labels := map[string]string{metadata.AppLabel: strategyDumperLabel, metadata.ManagedByLabel: metadata.ManagedByValue}
+	annotations := map[string]string{
+		metadata.InstallStrategyIdentifierAnnotation: cfg.ID,
+		metadata.InstallStrategyVersionAnnotation:    cfg.KubeVirtVersion,
+		metadata.InstallStrategyRegistryAnnotation:   cfg.Registry,
+		attemptAnnotation:                            strconv.Itoa(attempt),
+	}
+	env := append([]corev1.EnvVar{
+		{Name: "TARGET_DEPLOYMENT_CONFIG", Value: cfg.JSON()},
+		// Deprecated names upstream still sets, for tools that read them.
+		{Name: "TARGET_INSTALL_NAMESPACE", Value: cfg.Namespace},
+		{Name: "TARGET_IMAGE_PULL_POLICY", Value: string(cfg.ImagePullPolicy())},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+	}, cfg.PassthroughEnv()...)
+	return &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: strategyJobGenerateName,
+			Namespace:    cfg.Namespace,
+			Labels:       labels,
+			Annotations:  annotations,
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0), // the operator retries with its own backoff and reports each failure
+			ActiveDeadlineSeconds: ptr.To[int64](600),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{metadata.AppLabel: strategyDumperLabel}},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: serviceAccount,
+					RestartPolicy:      corev1.RestartPolicyNever,
+					ImagePullSecrets:   cfg.ImagePullSecrets(),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:            "virt-install-strategy-dump",
+						Image:           cfg.Image(deployid.Operator),
+						ImagePullPolicy: cfg.ImagePullPolicy(),
+						Args:            []string{"dump-install-strategy"},
+						Env:             env,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+					}},
+				},
+			},
+		},
+	}
+}
+
+// JobOutcome is where an install-strategy Job stands.
+type JobOutcome struct {
+	Finished, Failed bool
+	// Message is the Job's failure message.
+	Message string
+	// FinishedAt is when the Job completed or failed.
+	FinishedAt time.Time
+}
+
+// OutcomeOf reads a Job's terminal conditions.
+func OutcomeOf(job *batchv1.Job) JobOutcome {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return JobOutcome{Finished: true, FinishedAt: c.LastTransitionTime.Time}
+		case batchv1.JobFailed:
+			msg := c.Message
+			if msg == "" {
+				msg = c.Reason
+			}
+			return JobOutcome{Finished: true, Failed: true, Message: msg, FinishedAt: c.LastTransitionTime.Time}
+		}
+	}
+	return JobOutcome{}
+}
+
+// Attempt is how many strategy Jobs have already been tried for this ID.
+func Attempt(job *batchv1.Job) int {
+	n, _ := strconv.Atoi(job.Annotations[attemptAnnotation])
+	return n
+}
+
+// RetryDelay is the backoff before a failed strategy Job is replaced:
+// 5s, 10s, 20s ... capped at 5 minutes.
+func RetryDelay(attempt int) time.Duration {
+	d := 5 * time.Second
+	for i := 0; i < attempt && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
+}

@@ -1,0 +1,78 @@
+package kubevirt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// loadedStrategy is the outcome of looking for the target's strategy.
+type loadedStrategy struct {
+	Strategy *strategy.Strategy // nil while it is being generated
+	Plan     StrategyPlan
+	// ConfigMaps are all install-strategy ConfigMaps, for the garbage collection.
+	ConfigMaps []corev1.ConfigMap
+}
+
+// loadStrategy finds the cached strategy for cfg's ID, or drives the Job that
+// generates it. A corrupt ConfigMap is deleted so the next pass regenerates it.
+func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config) (*loadedStrategy, error) {
+	cms := &corev1.ConfigMapList{}
+	if err := r.Client.List(ctx, cms, client.InNamespace(r.Namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {
+		return nil, err
+	}
+	jobs := &batchv1.JobList{}
+	if err := r.Client.List(ctx, jobs, client.InNamespace(r.Namespace), client.MatchingLabels{metadata.AppLabel: strategyDumperLabel}); err != nil {
+		return nil, err
+	}
+	monitoringNS, err := strategy.DetectMonitorNamespace(ctx, r.Client, cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
+	if err != nil {
+		return nil, fmt.Errorf("detecting the monitoring namespace: %w", err)
+	}
+	plan := PlanStrategy(StrategyInputs{
+		ID: cfg.ID, ConfigMaps: cms.Items, Jobs: jobs.Items, LiveMonitoringNS: monitoringNS, Now: r.Clock.Now(),
+	})
+	out := &loadedStrategy{Plan: plan, ConfigMaps: cms.Items}
+
+	for i := range plan.DeleteJobs {
+		job := &plan.DeleteJobs[i]
+		if err := r.Client.Delete(ctx, job, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("deleting finished strategy Job %s: %w", job.Name, err)
+		}
+	}
+	if plan.CreateJob {
+		job := StrategyJob(cfg, r.ServiceAccount, plan.Attempt)
+		if err := r.Client.Create(ctx, job); err != nil {
+			return nil, fmt.Errorf("creating the install-strategy Job: %w", err)
+		}
+		log.FromContext(ctx).Info("install-strategy Job created", "job", job.Name, "deploymentID", cfg.ID, "attempt", plan.Attempt)
+		r.event(kv, "StrategyJobCreated", "Generate", fmt.Sprintf("Generating the install strategy for deployment ID %s (Job %s)", cfg.ID, job.Name))
+	}
+	if plan.Use == nil {
+		return out, nil
+	}
+	s, err := strategy.Decode(plan.Use)
+	if errors.Is(err, strategy.ErrCorrupt) {
+		r.warning(kv, "CorruptInstallStrategy", "Regenerate", fmt.Sprintf("ConfigMap %s is corrupt and is regenerated: %v", plan.Use.Name, err))
+		if delErr := r.Client.Delete(ctx, plan.Use); client.IgnoreNotFound(delErr) != nil {
+			return nil, delErr
+		}
+		out.Plan.RequeueAfter = 0
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Strategy = s
+	return out, nil
+}

@@ -1,0 +1,113 @@
+package kubevirt
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+var t0 = time.Unix(10_000, 0)
+
+func strategyCM(name, id, monitoring string) corev1.ConfigMap {
+	return corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name:              name,
+		CreationTimestamp: metav1.NewTime(t0),
+		Labels:            map[string]string{metadata.InstallStrategyLabel: ""},
+		Annotations: map[string]string{
+			metadata.InstallStrategyIdentifierAnnotation: id,
+			strategy.MonitorNamespaceAnnotation:          monitoring,
+		},
+	}}
+}
+
+func strategyJob(name, id string, attempt int, cond batchv1.JobConditionType, finished time.Time) batchv1.Job {
+	job := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+		metadata.InstallStrategyIdentifierAnnotation: id,
+		attemptAnnotation: strconv.Itoa(attempt),
+	}}}
+	if cond != "" {
+		job.Status.Conditions = []batchv1.JobCondition{{Type: cond, Status: corev1.ConditionTrue, Message: "boom", LastTransitionTime: metav1.NewTime(finished)}}
+	}
+	return job
+}
+
+func names(jobs []batchv1.Job) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.Name)
+	}
+	return out
+}
+
+func TestPlanStrategy(t *testing.T) {
+	cases := []struct {
+		name       string
+		in         StrategyInputs
+		use        string
+		create     bool
+		attempt    int
+		deletes    []string
+		failure    bool
+		requeueMin time.Duration
+	}{
+		{name: "nothing yet: start a Job", in: StrategyInputs{ID: "a"}, create: true},
+		{name: "a fresh ConfigMap is used and finished Jobs go",
+			in:  StrategyInputs{ID: "a", ConfigMaps: []corev1.ConfigMap{strategyCM("cm", "a", "")}, Jobs: []batchv1.Job{strategyJob("j", "a", 0, batchv1.JobComplete, t0)}},
+			use: "cm", deletes: []string{"j"}},
+		{name: "monitoring appeared: keep the stale strategy in use and regenerate",
+			in:  StrategyInputs{ID: "a", LiveMonitoringNS: "monitoring", ConfigMaps: []corev1.ConfigMap{strategyCM("cm", "a", "")}},
+			use: "cm", create: true},
+		{name: "a running Job is waited for",
+			in: StrategyInputs{ID: "a", Jobs: []batchv1.Job{strategyJob("j", "a", 0, "", t0)}}},
+		{name: "a failed Job is reported until its backoff ends",
+			in:      StrategyInputs{ID: "a", Now: t0.Add(2 * time.Second), Jobs: []batchv1.Job{strategyJob("j", "a", 0, batchv1.JobFailed, t0)}},
+			failure: true, requeueMin: 2 * time.Second},
+		{name: "after the backoff the failed Job is replaced with the next attempt",
+			in:     StrategyInputs{ID: "a", Now: t0.Add(time.Minute), Jobs: []batchv1.Job{strategyJob("j", "a", 1, batchv1.JobFailed, t0)}},
+			create: true, attempt: 2, deletes: []string{"j"}},
+		{name: "Jobs of an old target are deleted",
+			in:     StrategyInputs{ID: "b", Jobs: []batchv1.Job{strategyJob("old", "a", 0, "", t0)}},
+			create: true, deletes: []string{"old"}},
+		{name: "a succeeded Job whose ConfigMap is not cached yet: look again soon",
+			in:      StrategyInputs{ID: "a", Jobs: []batchv1.Job{strategyJob("j", "a", 0, batchv1.JobComplete, t0)}},
+			deletes: []string{"j"}, requeueMin: time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := PlanStrategy(c.in)
+			if got := ""; p.Use != nil {
+				got = p.Use.Name
+				if got != c.use {
+					t.Fatalf("Use = %q, want %q", got, c.use)
+				}
+			} else if c.use != "" {
+				t.Fatalf("Use = nil, want %q", c.use)
+			}
+			if p.CreateJob != c.create || p.Attempt != c.attempt {
+				t.Fatalf("CreateJob=%v attempt %d, want %v attempt %d", p.CreateJob, p.Attempt, c.create, c.attempt)
+			}
+			if got := names(p.DeleteJobs); len(got) != len(c.deletes) || (len(got) > 0 && got[0] != c.deletes[0]) {
+				t.Fatalf("DeleteJobs = %v, want %v", got, c.deletes)
+			}
+			if (p.Failure != nil) != c.failure {
+				t.Fatalf("Failure = %+v, want %v", p.Failure, c.failure)
+			}
+			if p.RequeueAfter < c.requeueMin {
+				t.Fatalf("RequeueAfter = %v, want at least %v", p.RequeueAfter, c.requeueMin)
+			}
+		})
+	}
+}
+
+func TestRetryDelayGrowsAndIsCapped(t *testing.T) {
+	if RetryDelay(0) != 5*time.Second || RetryDelay(1) != 10*time.Second || RetryDelay(20) != 5*time.Minute {
+		t.Fatalf("RetryDelay: %v %v %v", RetryDelay(0), RetryDelay(1), RetryDelay(20))
+	}
+}

@@ -1,0 +1,142 @@
+package kubevirt
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// uninstallPoll is how often a blocked or unfinished uninstall looks again.
+const uninstallPoll = 2 * time.Second
+
+// reconcileDelete uninstalls: refused while VMIs exist under
+// BlockUninstallIfWorkloadsExist (the default), else every managed object is
+// deleted in upstream's order, then the finalizer goes.
+func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reconcile.Result, error) {
+	if kv.Status.Phase == v1.KubeVirtPhaseDeleted {
+		return reconcile.Result{}, r.removeFinalizer(ctx, kv)
+	}
+	if kv.Spec.UninstallStrategy != v1.UninstallStrategyRemoveWorkloads {
+		count, err := r.countVMIs(ctx)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if count > 0 {
+			msg := fmt.Sprintf("Uninstall is blocked: %d VirtualMachineInstances exist and uninstallStrategy is BlockUninstallIfWorkloadsExist; delete them or set uninstallStrategy: RemoveWorkloads", count)
+			if c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionSynchronized); c == nil || c.Message != msg {
+				r.warning(kv, ReasonDeletionBlocked, "Uninstall", msg)
+			}
+			kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateBlocked, Reason: ReasonDeletionBlocked, Message: msg}, r.now())
+			return reconcile.Result{RequeueAfter: uninstallPoll}, nil
+		}
+	}
+	kv.Status.Phase = v1.KubeVirtPhaseDeleting
+	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateDeleting}, r.now())
+
+	remaining, err := r.deleteEverything(ctx)
+	if err != nil {
+		r.warning(kv, ReasonDeletionFailed, "Uninstall", err.Error())
+		return reconcile.Result{}, err
+	}
+	if remaining > 0 {
+		return reconcile.Result{RequeueAfter: uninstallPoll}, nil
+	}
+	kv.Status.Phase = v1.KubeVirtPhaseDeleted
+	r.event(kv, "Deleted", "Uninstall", "Every object the operator created is deleted")
+	// Removing the finalizer lets the API server delete the CR; the deferred
+	// status patch then finds it gone, which is fine.
+	return reconcile.Result{}, r.removeFinalizer(ctx, kv)
+}
+
+// deleteEverything deletes one ordered group of managed objects per pass and
+// reports how many remain, so a CRD's workloads are gone before the
+// components that serve them.
+func (r *Reconciler) deleteEverything(ctx context.Context) (int, error) {
+	live, err := apply.ListManaged(ctx, r.APIReaderOrClient(), r.Namespace)
+	if err != nil {
+		return 0, err
+	}
+	remaining := 0
+	for _, group := range apply.UninstallOrder(live) {
+		pending := 0
+		for _, obj := range group {
+			remaining++
+			if obj.GetDeletionTimestamp() != nil {
+				pending++
+				continue
+			}
+			if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !isNotFound(err) {
+				return 0, fmt.Errorf("deleting %s: %w", apply.RefOf(obj), err)
+			}
+			pending++
+		}
+		if pending > 0 {
+			break // the next group waits for this one
+		}
+	}
+	strategyObjects, err := r.strategyLeftovers(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, obj := range strategyObjects {
+		remaining++
+		if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !isNotFound(err) {
+			return 0, err
+		}
+	}
+	return remaining, nil
+}
+
+// strategyLeftovers are the install-strategy ConfigMaps and Jobs.
+func (r *Reconciler) strategyLeftovers(ctx context.Context) ([]client.Object, error) {
+	cms := &corev1.ConfigMapList{}
+	if err := r.Client.List(ctx, cms, client.InNamespace(r.Namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {
+		return nil, err
+	}
+	jobs := &batchv1.JobList{}
+	if err := r.Client.List(ctx, jobs, client.InNamespace(r.Namespace), client.MatchingLabels{metadata.AppLabel: strategyDumperLabel}); err != nil {
+		return nil, err
+	}
+	var out []client.Object
+	for _, cm := range strategy.Obsolete(cms.Items, "", "") {
+		out = append(out, &cm)
+	}
+	for i := range jobs.Items {
+		out = append(out, &jobs.Items[i])
+	}
+	return out, nil
+}
+
+// countVMIs counts VirtualMachineInstances in the cluster; none when their CRD
+// is not installed.
+func (r *Reconciler) countVMIs(ctx context.Context) (int, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(v1.GroupVersion.WithKind("VirtualMachineInstanceList"))
+	if err := r.APIReaderOrClient().List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) || isNotFound(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return len(list.Items), nil
+}
+
+// APIReaderOrClient is the uncached reader when there is one.
+func (r *Reconciler) APIReaderOrClient() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}

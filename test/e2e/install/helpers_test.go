@@ -1,0 +1,248 @@
+package install_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/operator"
+	"github.com/virt-operator/virt-operator/internal/sandbox"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+const (
+	namespace     = "kubevirt"
+	operatorImage = "quay.io/kubevirt/virt-operator:v1.6.0"
+)
+
+// binPath is the virt-operator binary TestMain builds: the sandbox runs the
+// install-strategy Job's pod with it, on the host.
+var binPath string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "virt-operator-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binPath = filepath.Join(dir, "virt-operator")
+	cmd := exec.Command("go", "build", "-o", binPath, "./cmd/virt-operator")
+	cmd.Dir = sandboxtest.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building virt-operator: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// env is a sandbox with the operator running in this process.
+type env struct {
+	t      *testing.T
+	sb     *sandbox.Sandbox
+	c      client.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startEnv(t *testing.T, nodes int) *env {
+	t.Helper()
+	sb := sandboxtest.Start(t, nodes, func(o *sandbox.Options) { o.OperatorBinary = binPath })
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(sb.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, sb: sb, c: c}
+	// What `kubectl apply -k config/default` provides besides the operator.
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "virt-operator", Namespace: namespace}},
+	} {
+		if err := c.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.startOperator()
+	t.Cleanup(e.stopOperator)
+	return e
+}
+
+func (e *env) startOperator() {
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	e.done = make(chan error, 1)
+	go func() {
+		e.done <- operator.Run(e.ctx, e.sb.RESTConfig(), operator.Options{
+			Namespace: namespace, MetricsAddr: "0", HealthAddr: "0", LeaderElection: true,
+			Env: deployid.MapEnv{"VIRT_OPERATOR_IMAGE": operatorImage},
+		})
+	}()
+}
+
+func (e *env) stopOperator() {
+	if e.cancel == nil {
+		return
+	}
+	e.cancel()
+	if err := <-e.done; err != nil {
+		e.t.Errorf("operator exited with %v", err)
+	}
+	e.cancel = nil
+}
+
+func (e *env) createKubeVirt(spec v1.KubeVirtSpec) *v1.KubeVirt {
+	e.t.Helper()
+	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: namespace}, Spec: spec}
+	if err := e.c.Create(context.Background(), kv); err != nil {
+		e.t.Fatal(err)
+	}
+	return kv
+}
+
+func (e *env) kubeVirt() *v1.KubeVirt {
+	e.t.Helper()
+	kv := &v1.KubeVirt{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "kubevirt"}, kv); err != nil {
+		e.t.Fatal(err)
+	}
+	return kv
+}
+
+func (e *env) updateSpec(mutate func(*v1.KubeVirtSpec)) {
+	e.t.Helper()
+	kv := e.kubeVirt()
+	mutate(&kv.Spec)
+	if err := e.c.Update(context.Background(), kv); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// eventually polls cond for up to timeout.
+func (e *env) eventually(what string, timeout time.Duration, cond func() (bool, error)) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond() })
+	if err != nil {
+		kv := &v1.KubeVirt{}
+		_ = e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "kubevirt"}, kv)
+		e.t.Fatalf("waiting for %s: %v\nKubeVirt status: %+v", what, err, kv.Status)
+	}
+}
+
+func (e *env) waitAvailable(timeout time.Duration) *v1.KubeVirt {
+	e.t.Helper()
+	var kv *v1.KubeVirt
+	e.eventually("KubeVirt Deployed and Available", timeout, func() (bool, error) {
+		kv = e.kubeVirt()
+		return kv.Status.Phase == v1.KubeVirtPhaseDeployed && conditionTrue(kv, v1.KubeVirtConditionAvailable) &&
+			kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
+	})
+	return kv
+}
+
+func conditionTrue(kv *v1.KubeVirt, t v1.KubeVirtConditionType) bool {
+	for _, c := range kv.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func condition(kv *v1.KubeVirt, t v1.KubeVirtConditionType) *v1.KubeVirtCondition {
+	for i := range kv.Status.Conditions {
+		if kv.Status.Conditions[i].Type == t {
+			return &kv.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func (e *env) deployments() []appsv1.Deployment {
+	e.t.Helper()
+	list := &appsv1.DeploymentList{}
+	if err := e.c.List(context.Background(), list, client.InNamespace(namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	return list.Items
+}
+
+func (e *env) podUIDs(selector map[string]string) map[string]bool {
+	e.t.Helper()
+	pods := &corev1.PodList{}
+	if err := e.c.List(context.Background(), pods, client.InNamespace(namespace), client.MatchingLabels(selector)); err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		out[string(p.UID)] = true
+	}
+	return out
+}
+
+func (e *env) deployment(name string) *appsv1.Deployment {
+	e.t.Helper()
+	d := &appsv1.Deployment{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, d); err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+func (e *env) strategyConfigMaps() []corev1.ConfigMap {
+	e.t.Helper()
+	list := &corev1.ConfigMapList{}
+	if err := e.c.List(context.Background(), list, client.InNamespace(namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {
+		e.t.Fatal(err)
+	}
+	return list.Items
+}
+
+func (e *env) loadStrategy(id string) *strategy.Strategy {
+	e.t.Helper()
+	cm := strategy.FindForID(e.strategyConfigMaps(), id)
+	if cm == nil {
+		e.t.Fatalf("no strategy ConfigMap for %s", id)
+	}
+	s, err := strategy.Decode(cm)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// managedObjects lists what still carries the operator's managed-by label.
+func (e *env) managedObjects() []string {
+	e.t.Helper()
+	objs, err := apply.ListManaged(context.Background(), e.c, namespace)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, o := range objs {
+		out = append(out, apply.RefOf(o).String())
+	}
+	return out
+}

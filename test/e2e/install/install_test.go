@@ -1,0 +1,169 @@
+// Package install_test drives the operator end to end on the sandbox: a real
+// API server, controllers and scheduler, kwok nodes, and the install-strategy
+// Job executed on the host.
+package install_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+)
+
+func TestInstallUpgradeAndUninstall(t *testing.T) {
+	e := startEnv(t, 3)
+	ctx := context.Background()
+
+	start := time.Now()
+	e.createKubeVirt(v1.KubeVirtSpec{})
+	kv := e.waitAvailable(2 * time.Minute)
+	t.Logf("CR created → Available in %v", time.Since(start).Round(100*time.Millisecond))
+	firstID := kv.Status.TargetDeploymentID
+
+	t.Run("every strategy object exists with the operator's annotations", func(t *testing.T) {
+		s := e.loadStrategy(firstID)
+		target := metadata.TargetFromStatus(&kv.Status)
+		for _, want := range s.Objects() {
+			live := want.DeepCopyObject().(client.Object)
+			if err := e.c.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
+				t.Errorf("%s %s: %v", want.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(want), err)
+				continue
+			}
+			if !metadata.IsUpToDate(live, target) {
+				t.Errorf("%s %s lacks the install-strategy annotations: %v", want.GetObjectKind().GroupVersionKind().Kind, live.GetName(), live.GetAnnotations())
+			}
+		}
+	})
+
+	t.Run("a runtime-only change restarts nothing and makes no new strategy", func(t *testing.T) {
+		before := e.podUIDs(map[string]string{metadata.AppLabel: "virt-api"})
+		e.updateSpec(func(s *v1.KubeVirtSpec) {
+			size := 3
+			s.WorkloadUpdateStrategy.BatchEvictionSize = &size
+		})
+		time.Sleep(3 * time.Second)
+		kv := e.waitAvailable(time.Minute)
+		if kv.Status.TargetDeploymentID != firstID {
+			t.Fatalf("deployment ID changed for a runtime-only field")
+		}
+		if after := e.podUIDs(map[string]string{metadata.AppLabel: "virt-api"}); !sameKeys(before, after) {
+			t.Fatalf("virt-api pods were restarted: %v → %v", before, after)
+		}
+		if n := len(e.strategyConfigMaps()); n != 1 {
+			t.Fatalf("%d strategy ConfigMaps, want 1", n)
+		}
+	})
+
+	t.Run("a hand edit of virt-api is reverted", func(t *testing.T) {
+		original := e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d := e.deployment("virt-api")
+			d.Spec.Template.Spec.Containers[0].Image = "example.com/virt-api:edited"
+			return e.c.Update(ctx, d)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		e.eventually("virt-api's image reverted", 30*time.Second, func() (bool, error) {
+			return e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image == original, nil
+		})
+		t.Logf("reverted in %v", time.Since(start).Round(10*time.Millisecond))
+	})
+
+	t.Run("an imageTag change rolls everything over before observed moves", func(t *testing.T) {
+		start := time.Now()
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+		var newID string
+		e.eventually("the new target", 30*time.Second, func() (bool, error) {
+			kv := e.kubeVirt()
+			newID = kv.Status.TargetDeploymentID
+			return newID != firstID, nil
+		})
+		e.eventually("observed == target", 2*time.Minute, func() (bool, error) {
+			kv := e.kubeVirt()
+			if kv.Status.ObservedDeploymentID != newID {
+				return false, nil
+			}
+			// Observed moved: by now every component must already run the target.
+			for _, d := range e.deployments() {
+				if img := d.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v1.7.0") {
+					t.Fatalf("observed == target while %s still runs %s", d.Name, img)
+				}
+			}
+			return true, nil
+		})
+		t.Logf("imageTag change → observed == target in %v", time.Since(start).Round(100*time.Millisecond))
+		if cms := e.strategyConfigMaps(); len(cms) != 1 {
+			t.Fatalf("%d strategy ConfigMaps after the upgrade, want only the target's", len(cms))
+		}
+	})
+
+	t.Run("a patch that cannot apply degrades and changes nothing", func(t *testing.T) {
+		before := e.deployment("virt-controller").Generation
+		e.updateSpec(func(s *v1.KubeVirtSpec) {
+			s.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{
+				ResourceType: "Deployment", ResourceName: "virt-controller", Type: v1.JSONPatchType,
+				Patch: `[{"op":"replace","path":"/spec/nonexistent/field","value":1}]`,
+			}}
+		})
+		e.eventually("Degraded naming the patch", 30*time.Second, func() (bool, error) {
+			c := condition(e.kubeVirt(), v1.KubeVirtConditionDegraded)
+			return c != nil && c.Status == corev1.ConditionTrue && strings.Contains(c.Message, "virt-controller"), nil
+		})
+		if after := e.deployment("virt-controller").Generation; after != before {
+			t.Fatalf("virt-controller was written (generation %d → %d)", before, after)
+		}
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.CustomizeComponents.Patches = nil })
+		e.waitAvailable(time.Minute)
+	})
+
+	t.Run("uninstall is blocked by a VMI, then removes everything", func(t *testing.T) {
+		vmi := &v1.VirtualMachineInstance{}
+		vmi.Name, vmi.Namespace = "vmi-1", "default"
+		if err := e.c.Create(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Delete(ctx, e.kubeVirt()); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually("a condition giving the VMI count", 30*time.Second, func() (bool, error) {
+			c := condition(e.kubeVirt(), v1.KubeVirtConditionSynchronized)
+			return c != nil && strings.Contains(c.Message, "1 VirtualMachineInstances"), nil
+		})
+		if len(e.deployments()) == 0 {
+			t.Fatal("components were deleted while the uninstall was blocked")
+		}
+		if err := e.c.Delete(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		e.eventually("the KubeVirt CR gone", 2*time.Minute, func() (bool, error) {
+			err := e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "kubevirt"}, &v1.KubeVirt{})
+			return client.IgnoreNotFound(err) == nil && err != nil, nil
+		})
+		t.Logf("uninstall took %v", time.Since(start).Round(100*time.Millisecond))
+		if left := e.managedObjects(); len(left) > 0 {
+			t.Fatalf("left behind: %v", left)
+		}
+	})
+}
+
+func sameKeys(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
