@@ -27,15 +27,21 @@ $(GOLANGCI_LINT): hack/tools/go.mod hack/tools/go.sum
 
 tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT)
 
+MONITORING_CRDS := test/e2e/testdata/monitoring-crds
+
 # Deepcopy functions and CRD manifests come from the API types; both are committed.
+# The ServiceMonitor and PrometheusRule CRDs the e2e tests install come from the
+# prometheus-operator API module's types.
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:dir=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=virt-operator paths=./internal/... output:rbac:dir=config/rbac
+	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$(MONITORING_CRDS)
+	find $(MONITORING_CRDS) -name '*.yaml' ! -name '*_servicemonitors.yaml' ! -name '*_prometheusrules.yaml' -delete
 
 # Fails when the committed generated files differ from what `make generate` writes.
 verify-generate: generate
-	@git diff --exit-code -- api config/crd config/rbac/role.yaml || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- api config/crd config/rbac/role.yaml $(MONITORING_CRDS) || { echo "generated files are stale: run make generate and commit"; exit 1; }
 
 cluster-bins:
 	hack/cluster-bins.sh
@@ -62,8 +68,11 @@ test: verify-generate vet lint test-unit test-integration test-e2e
 run: cluster-bins build
 	bin/virt-operator sandbox run --dir $(SANDBOX_DIR) --nodes $(NODES) --sample config/samples/kubevirt.yaml
 
-bench: cluster-bins build
+# Go benchmarks of the pure code, then the operator's lifecycle on a sandbox
+# (install, upgrade and uninstall times, and the operator's peak memory).
+bench: cluster-bins
 	go test -run '^$$' -bench . -benchmem ./internal/...
+	go test -run '^$$' -bench Lifecycle -benchtime 1x -timeout 20m ./test/e2e/install/
 
 clean:
 	rm -rf bin $(SANDBOX_DIR)

@@ -13,8 +13,9 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.targetKubeVirtVersion`,priority=1
-// +kubebuilder:printcolumn:name="Observed",type=string,JSONPath=`.status.observedKubeVirtVersion`,priority=1
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.targetKubeVirtVersion`
+// +kubebuilder:printcolumn:name="Observed",type=string,JSONPath=`.status.observedKubeVirtVersion`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,priority=1
 type KubeVirt struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/operator"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 )
@@ -28,8 +29,8 @@ import (
 // Ctrl-C stops the operator and tears the sandbox down.
 func NewSandboxRunCommand() *cobra.Command {
 	var (
-		dir, sample, crdDir, logFormat string
-		nodes                          int
+		dir, sample, crdDir, logFormat, operatorImage string
+		nodes                                         int
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -50,7 +51,7 @@ func NewSandboxRunCommand() *cobra.Command {
 			defer stop()
 			return runSandboxedOperator(ctx, cmd.OutOrStdout(), sandbox.Options{
 				Dir: dir, Nodes: nodes, CRDDir: crdDir, Log: cmd.ErrOrStderr(),
-			}, kv)
+			}, kv, sandboxOperatorEnv(operatorImage))
 		},
 	}
 	f := cmd.Flags()
@@ -59,10 +60,27 @@ func NewSandboxRunCommand() *cobra.Command {
 	f.StringVar(&sample, "sample", "config/samples/kubevirt.yaml", "KubeVirt CR to apply once the operator runs")
 	f.StringVar(&crdDir, "crd-dir", DefaultCRDDir(), "directory of the CRDs to install")
 	f.StringVar(&logFormat, "log-format", "text", "operator log format: json or text")
+	f.StringVar(&operatorImage, "operator-image", "", "the operator image the deployment config derives from; default $VIRT_OPERATOR_IMAGE, else "+defaultSandboxOperatorImage)
 	return cmd
 }
 
-func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options, kv *v1.KubeVirt) (err error) {
+// defaultSandboxOperatorImage names the images the sandbox "runs": kwok never
+// pulls them, but every component image and the deployment ID derive from it.
+const defaultSandboxOperatorImage = "quay.io/kubevirt/virt-operator:v1.6.0"
+
+// sandboxOperatorEnv is the process environment with the operator image set.
+func sandboxOperatorEnv(image string) deployid.Env {
+	env := deployid.EnvFromList(os.Environ())
+	switch {
+	case image != "":
+		env["VIRT_OPERATOR_IMAGE"] = image
+	case env["VIRT_OPERATOR_IMAGE"] == "" && env["OPERATOR_IMAGE"] == "":
+		env["VIRT_OPERATOR_IMAGE"] = defaultSandboxOperatorImage
+	}
+	return env
+}
+
+func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options, kv *v1.KubeVirt, env deployid.Env) (err error) {
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return err
@@ -97,7 +115,7 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 	opDone := make(chan error, 1)
 	go func() {
 		opDone <- operator.Run(opCtx, sb.RESTConfig(), operator.Options{
-			Namespace: kv.Namespace, MetricsAddr: metricsAddr, HealthAddr: "0", LeaderElection: true,
+			Namespace: kv.Namespace, MetricsAddr: metricsAddr, HealthAddr: "0", LeaderElection: true, Env: env,
 		})
 	}()
 	if err := c.Create(ctx, kv); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -88,7 +88,11 @@ func Conditions(current []v1.KubeVirtCondition, s State, now metav1.Time) []v1.K
 		}
 	case StateDeleting:
 		current = removeConditions(current, v1.KubeVirtConditionSynchronized, v1.KubeVirtConditionCreated)
-		tfs(f, f, t, ReasonDeleting, "Deletion was triggered")
+		msg := s.Message
+		if msg == "" {
+			msg = "Deletion was triggered"
+		}
+		tfs(f, f, t, ReasonDeleting, msg)
 	case StateBlocked:
 		current = removeConditions(current, v1.KubeVirtConditionCreated)
 		set(v1.KubeVirtConditionSynchronized, f, s.Reason, s.Message)

@@ -67,7 +67,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.List(ctx, all); err != nil {
 		return reconcile.Result{}, err
 	}
-	kv := findKubeVirt(all.Items, req.NamespacedName.Namespace, req.NamespacedName.Name)
+	kv := findKubeVirt(all.Items, req.Namespace, req.Name)
 	if kv == nil {
 		return reconcile.Result{}, nil
 	}

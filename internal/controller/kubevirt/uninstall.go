@@ -3,6 +3,7 @@ package kubevirt
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,7 +20,7 @@ import (
 )
 
 // uninstallPoll is how often a blocked or unfinished uninstall looks again.
-const uninstallPoll = 2 * time.Second
+const uninstallPoll = time.Second
 
 // reconcileDelete uninstalls: refused while VMIs exist under
 // BlockUninstallIfWorkloadsExist (the default), else every managed object is
@@ -50,7 +51,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reco
 		r.warning(kv, ReasonDeletionFailed, "Uninstall", err.Error())
 		return reconcile.Result{}, err
 	}
-	if remaining > 0 {
+	if len(remaining) > 0 {
+		kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateDeleting, Message: describeRemaining(remaining)}, r.now())
 		return reconcile.Result{RequeueAfter: uninstallPoll}, nil
 	}
 	kv.Status.Phase = v1.KubeVirtPhaseDeleted
@@ -60,43 +62,61 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reco
 	return reconcile.Result{}, r.removeFinalizer(ctx, kv)
 }
 
-// deleteEverything deletes one ordered group of managed objects per pass and
-// reports how many remain, so a CRD's workloads are gone before the
-// components that serve them.
-func (r *Reconciler) deleteEverything(ctx context.Context) (int, error) {
-	live, err := apply.ListManaged(ctx, r.APIReaderOrClient(), r.Namespace)
+// deleteEverything deletes what the operator manages, in upstream's order:
+// the CRDs first, waiting until they are gone (their instances are cleaned up
+// while the components still run), then everything else in one pass. It
+// returns what is still there.
+func (r *Reconciler) deleteEverything(ctx context.Context) ([]client.Object, error) {
+	live, err := apply.ListManaged(ctx, r.APIReaderOrClient(), "")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	remaining := 0
-	for _, group := range apply.UninstallOrder(live) {
-		pending := 0
-		for _, obj := range group {
-			remaining++
-			if obj.GetDeletionTimestamp() != nil {
-				pending++
-				continue
-			}
-			if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !isNotFound(err) {
-				return 0, fmt.Errorf("deleting %s: %w", apply.RefOf(obj), err)
-			}
-			pending++
+	groups := apply.UninstallOrder(live)
+	if len(groups) > 0 && apply.RefOf(groups[0][0]).Kind == "CustomResourceDefinition" {
+		if err := r.deleteAll(ctx, groups[0]); err != nil {
+			return nil, err
 		}
-		if pending > 0 {
-			break // the next group waits for this one
-		}
+		return groups[0], nil
 	}
-	strategyObjects, err := r.strategyLeftovers(ctx)
+	leftovers, err := r.strategyLeftovers(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	for _, obj := range strategyObjects {
-		remaining++
-		if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !isNotFound(err) {
-			return 0, err
+	groups = append(groups, leftovers)
+	var remaining []client.Object
+	for _, group := range groups {
+		if err := r.deleteAll(ctx, group); err != nil {
+			return nil, err
 		}
+		remaining = append(remaining, group...)
 	}
 	return remaining, nil
+}
+
+func (r *Reconciler) deleteAll(ctx context.Context, objs []client.Object) error {
+	for _, obj := range objs {
+		if obj.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !isNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", apply.RefOf(obj), err)
+		}
+	}
+	return nil
+}
+
+// describeRemaining names the first few objects an uninstall waits for.
+func describeRemaining(objs []client.Object) string {
+	const shown = 3
+	var names []string
+	for i, o := range objs {
+		if i == shown {
+			names = append(names, fmt.Sprintf("and %d more", len(objs)-shown))
+			break
+		}
+		names = append(names, apply.RefOf(o).String())
+	}
+	return fmt.Sprintf("Deletion was triggered; waiting for %d objects to go: %s", len(objs), strings.Join(names, ", "))
 }
 
 // strategyLeftovers are the install-strategy ConfigMaps and Jobs.

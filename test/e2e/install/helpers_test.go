@@ -2,10 +2,6 @@ package install_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,34 +26,9 @@ const (
 	operatorImage = "quay.io/kubevirt/virt-operator:v1.6.0"
 )
 
-// binPath is the virt-operator binary TestMain builds: the sandbox runs the
-// install-strategy Job's pod with it, on the host.
-var binPath string
-
-func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "virt-operator-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binPath = filepath.Join(dir, "virt-operator")
-	cmd := exec.Command("go", "build", "-o", binPath, "./cmd/virt-operator")
-	cmd.Dir = sandboxtest.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building virt-operator: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
 // env is a sandbox with the operator running in this process.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	sb     *sandbox.Sandbox
 	c      client.Client
 	ctx    context.Context
@@ -65,9 +36,19 @@ type env struct {
 	done   chan error
 }
 
-func startEnv(t *testing.T, nodes int) *env {
+func startEnv(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *env {
 	t.Helper()
-	sb := sandboxtest.Start(t, nodes, func(o *sandbox.Options) { o.OperatorBinary = binPath })
+	e := startEnvWithoutOperator(t, nodes, opts...)
+	e.startOperator()
+	t.Cleanup(e.stopOperator)
+	return e
+}
+
+// startEnvWithoutOperator is the sandbox with the operator's namespace and
+// ServiceAccount, for tests that run the operator themselves.
+func startEnvWithoutOperator(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *env {
+	t.Helper()
+	sb := sandboxtest.Start(t, nodes, append(opts, sandboxtest.WithHostExec(t))...)
 	scheme, err := operator.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +67,6 @@ func startEnv(t *testing.T, nodes int) *env {
 			t.Fatal(err)
 		}
 	}
-	e.startOperator()
-	t.Cleanup(e.stopOperator)
 	return e
 }
 

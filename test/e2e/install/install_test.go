@@ -5,6 +5,7 @@ package install_test
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +16,12 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/sandbox"
 )
 
 func TestInstallUpgradeAndUninstall(t *testing.T) {
-	e := startEnv(t, 3)
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	e := startEnv(t, 3, func(o *sandbox.Options) { o.AuditLog = audit })
 	ctx := context.Background()
 
 	start := time.Now()
@@ -39,6 +42,15 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 			if !metadata.IsUpToDate(live, target) {
 				t.Errorf("%s %s lacks the install-strategy annotations: %v", want.GetObjectKind().GroupVersionKind().Kind, live.GetName(), live.GetAnnotations())
 			}
+		}
+	})
+
+	t.Run("at rest the operator writes nothing but its lease renewals", func(t *testing.T) {
+		time.Sleep(5 * time.Second) // the last status patch of the rollout lands
+		offset := fileSize(t, audit)
+		time.Sleep(60 * time.Second)
+		if writes := operatorWrites(t, audit, offset); len(writes) > 0 {
+			t.Fatalf("%d writes at rest over 60s: %v", len(writes), writes)
 		}
 	})
 

@@ -1,0 +1,118 @@
+package install_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// Upstream decides once whether monitoring exists and freezes the answer in the
+// strategy; ours notices Prometheus arriving later and adds the ServiceMonitor
+// and PrometheusRule without restarting any component.
+func TestMonitoringArrivingLaterHealsTheStrategy(t *testing.T) {
+	e := startEnv(t, 3)
+	ctx := context.Background()
+	e.createKubeVirt(v1.KubeVirtSpec{})
+	kv := e.waitAvailable(2 * time.Minute)
+
+	s := e.loadStrategy(kv.Status.TargetDeploymentID)
+	if len(s.ServiceMonitors) != 0 || len(s.PrometheusRules) != 0 {
+		t.Fatalf("without Prometheus the strategy has %d ServiceMonitors and %d PrometheusRules", len(s.ServiceMonitors), len(s.PrometheusRules))
+	}
+	api := e.podUIDs(map[string]string{metadata.AppLabel: "virt-api"})
+	handler := e.podUIDs(map[string]string{metadata.AppLabel: "virt-handler"})
+
+	e.installMonitoringCRDs()
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-k8s", Namespace: "monitoring"}},
+	} {
+		if err := e.c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	start := time.Now()
+	e.eventually("a ServiceMonitor and a PrometheusRule", 90*time.Second, func() (bool, error) {
+		sms := &monitoringv1.ServiceMonitorList{}
+		rules := &monitoringv1.PrometheusRuleList{}
+		if err := e.c.List(ctx, sms, client.InNamespace("monitoring")); err != nil {
+			return false, nil
+		}
+		if err := e.c.List(ctx, rules, client.InNamespace(namespace)); err != nil {
+			return false, nil
+		}
+		return len(sms.Items) == 1 && len(rules.Items) == 1, nil
+	})
+	t.Logf("monitoring objects appeared %v after Prometheus' ServiceAccount", time.Since(start).Round(100*time.Millisecond))
+	e.waitAvailable(time.Minute)
+
+	cms := e.strategyConfigMaps()
+	e.eventually("the stale strategy ConfigMap collected", 30*time.Second, func() (bool, error) {
+		cms = e.strategyConfigMaps()
+		return len(cms) == 1, nil
+	})
+	if meta, _ := strategy.Meta(&cms[0]); meta.MonitorNamespace != "monitoring" {
+		t.Fatalf("the strategy in force records monitoring namespace %q", meta.MonitorNamespace)
+	}
+	if after := e.podUIDs(map[string]string{metadata.AppLabel: "virt-api"}); !sameKeys(api, after) {
+		t.Fatalf("virt-api pods restarted: %v → %v", api, after)
+	}
+	if after := e.podUIDs(map[string]string{metadata.AppLabel: "virt-handler"}); !sameKeys(handler, after) {
+		t.Fatalf("virt-handler pods restarted: %v → %v", handler, after)
+	}
+}
+
+// installMonitoringCRDs applies the ServiceMonitor and PrometheusRule CRDs that
+// `make generate` renders from the prometheus-operator API module.
+func (e *env) installMonitoringCRDs() {
+	e.t.Helper()
+	dir := filepath.Join(sandboxtest.RepoRoot(), "test", "e2e", "testdata", "monitoring-crds")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) != 2 {
+		e.t.Fatalf("monitoring CRDs in %s: %v %v (run make generate)", dir, files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			e.t.Fatal(err)
+		}
+		if err := e.c.Create(context.Background(), crd); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	e.eventually("monitoring CRDs established", 30*time.Second, func() (bool, error) {
+		for _, name := range []string{"servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"} {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := e.c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+				return false, err
+			}
+			established := false
+			for _, c := range crd.Status.Conditions {
+				established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+			}
+			if !established {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
