@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,26 +67,9 @@ func runDeploymentID(out io.Writer, o deploymentIDOptions, processEnv deployid.E
 	if o.output != "id" && o.output != "json" {
 		return UsageError(fmt.Errorf("-o %q: want id or json", o.output))
 	}
-	if o.file == "" {
-		return UsageError(errors.New("-f KUBEVIRT.yaml is required"))
-	}
-	env, err := operatorEnv(processEnv, o.env)
+	cfg, err := configFromFile(o.file, processEnv, o.env)
 	if err != nil {
-		return UsageError(err)
-	}
-	kv, err := loadKubeVirt(o.file)
-	if err != nil {
-		return UsageError(err)
-	}
-	if kv.Namespace == "" {
-		kv.Namespace = "kubevirt"
-		if ns := env["POD_NAMESPACE"]; ns != "" {
-			kv.Namespace = ns
-		}
-	}
-	cfg, err := deployid.FromKubeVirt(kv, env)
-	if err != nil {
-		return UsageError(fmt.Errorf("%s: %w", o.file, err))
+		return err
 	}
 	if o.output == "json" {
 		_, err = fmt.Fprintf(out, "%s\n", cfg.CanonicalJSON())

@@ -18,8 +18,9 @@ import (
 	"github.com/virt-operator/virt-operator/internal/operator"
 )
 
-// The operator skeleton: with leader election on, it takes the lease and marks
-// a new KubeVirt CR in its namespace Deploying, and ignores one elsewhere.
+// With leader election on, the operator takes the lease and marks a new
+// KubeVirt CR in its namespace Deploying; a CR elsewhere only gets a condition
+// saying it is ignored.
 func TestOperatorMarksNewKubeVirtDeploying(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -69,7 +70,21 @@ func TestOperatorMarksNewKubeVirtDeploying(t *testing.T) {
 		t.Fatal(err)
 	}
 	if foreign.Status.Phase != "" {
-		t.Fatalf("a KubeVirt outside the operator's namespace was touched: phase %q", foreign.Status.Phase)
+		t.Fatalf("a KubeVirt outside the operator's namespace was acted on: phase %q", foreign.Status.Phase)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(foreign), foreign); err != nil {
+			return false, err
+		}
+		for _, c := range foreign.Status.Conditions {
+			if c.Type == v1.KubeVirtConditionSynchronized && c.Status == "False" && strings.Contains(c.Message, "ignored") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the ignored KubeVirt has no condition saying so: %+v", foreign.Status.Conditions)
 	}
 }
 

@@ -2,6 +2,7 @@ package kubevirt
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -80,6 +81,8 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 
 // JobOutcome is where an install-strategy Job stands.
 type JobOutcome struct {
+	// JobName is the Job's name.
+	JobName          string
 	Finished, Failed bool
 	// Message is the Job's failure message.
 	Message string
@@ -95,16 +98,29 @@ func OutcomeOf(job *batchv1.Job) JobOutcome {
 		}
 		switch c.Type {
 		case batchv1.JobComplete:
-			return JobOutcome{Finished: true, FinishedAt: c.LastTransitionTime.Time}
+			return JobOutcome{JobName: job.Name, Finished: true, FinishedAt: c.LastTransitionTime.Time}
 		case batchv1.JobFailed:
 			msg := c.Message
 			if msg == "" {
 				msg = c.Reason
 			}
-			return JobOutcome{Finished: true, Failed: true, Message: msg, FinishedAt: c.LastTransitionTime.Time}
+			return JobOutcome{JobName: job.Name, Finished: true, Failed: true, Message: msg, FinishedAt: c.LastTransitionTime.Time}
 		}
 	}
-	return JobOutcome{}
+	return JobOutcome{JobName: job.Name}
+}
+
+// PodFailureMessage is the termination message of a Job's failed container:
+// the program's own error, which the Job's condition does not carry.
+func PodFailureMessage(pods []corev1.Pod) string {
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && t.Message != "" {
+				return strings.TrimSpace(t.Message)
+			}
+		}
+	}
+	return ""
 }
 
 // Attempt is how many strategy Jobs have already been tried for this ID.

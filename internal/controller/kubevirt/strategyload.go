@@ -27,12 +27,8 @@ type loadedStrategy struct {
 // loadStrategy finds the cached strategy for cfg's ID, or drives the Job that
 // generates it. A corrupt ConfigMap is deleted so the next pass regenerates it.
 func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config) (*loadedStrategy, error) {
-	cms := &corev1.ConfigMapList{}
-	if err := r.Client.List(ctx, cms, client.InNamespace(r.Namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {
-		return nil, err
-	}
-	jobs := &batchv1.JobList{}
-	if err := r.Client.List(ctx, jobs, client.InNamespace(r.Namespace), client.MatchingLabels{metadata.AppLabel: strategyDumperLabel}); err != nil {
+	cms, jobs, err := r.listStrategyObjects(ctx)
+	if err != nil {
 		return nil, err
 	}
 	monitoringNS, err := strategy.DetectMonitorNamespace(ctx, r.Client, cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
@@ -40,9 +36,18 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 		return nil, fmt.Errorf("detecting the monitoring namespace: %w", err)
 	}
 	plan := PlanStrategy(StrategyInputs{
-		ID: cfg.ID, ConfigMaps: cms.Items, Jobs: jobs.Items, LiveMonitoringNS: monitoringNS, Now: r.Clock.Now(),
+		ID: cfg.ID, ConfigMaps: cms, Jobs: jobs, LiveMonitoringNS: monitoringNS, Now: r.Clock.Now(),
 	})
-	out := &loadedStrategy{Plan: plan, ConfigMaps: cms.Items}
+	out := &loadedStrategy{Plan: plan, ConfigMaps: cms}
+	if plan.Failure != nil {
+		pods := &corev1.PodList{}
+		if err := r.Client.List(ctx, pods, client.InNamespace(r.Namespace), client.MatchingLabels{batchv1.JobNameLabel: plan.Failure.JobName}); err != nil {
+			return nil, err
+		}
+		if msg := PodFailureMessage(pods.Items); msg != "" {
+			out.Plan.Failure.Message = fmt.Sprintf("Job %s: %s (%s)", plan.Failure.JobName, msg, plan.Failure.Message)
+		}
+	}
 
 	for i := range plan.DeleteJobs {
 		job := &plan.DeleteJobs[i]
@@ -75,4 +80,17 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 	}
 	out.Strategy = s
 	return out, nil
+}
+
+// listStrategyObjects lists the install-strategy ConfigMaps and Jobs.
+func (r *Reconciler) listStrategyObjects(ctx context.Context) ([]corev1.ConfigMap, []batchv1.Job, error) {
+	cms := &corev1.ConfigMapList{}
+	if err := r.Client.List(ctx, cms, client.InNamespace(r.Namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {
+		return nil, nil, err
+	}
+	jobs := &batchv1.JobList{}
+	if err := r.Client.List(ctx, jobs, client.InNamespace(r.Namespace), client.MatchingLabels{metadata.AppLabel: strategyDumperLabel}); err != nil {
+		return nil, nil, err
+	}
+	return cms.Items, jobs.Items, nil
 }

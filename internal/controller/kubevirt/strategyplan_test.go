@@ -111,3 +111,18 @@ func TestRetryDelayGrowsAndIsCapped(t *testing.T) {
 		t.Fatalf("RetryDelay: %v %v %v", RetryDelay(0), RetryDelay(1), RetryDelay(20))
 	}
 }
+
+func TestPodFailureMessageIsTheProgramsError(t *testing.T) {
+	failed := corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "no config provided\n"}},
+	}}}}
+	succeeded := corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: "done"}},
+	}}}}
+	if got := PodFailureMessage([]corev1.Pod{succeeded, failed}); got != "no config provided" {
+		t.Fatalf("PodFailureMessage = %q", got)
+	}
+	if got := PodFailureMessage([]corev1.Pod{succeeded}); got != "" {
+		t.Fatalf("a succeeded pod gave a failure message %q", got)
+	}
+}

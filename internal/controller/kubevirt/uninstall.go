@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,7 +13,6 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
-	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
@@ -121,20 +118,16 @@ func describeRemaining(objs []client.Object) string {
 
 // strategyLeftovers are the install-strategy ConfigMaps and Jobs.
 func (r *Reconciler) strategyLeftovers(ctx context.Context) ([]client.Object, error) {
-	cms := &corev1.ConfigMapList{}
-	if err := r.Client.List(ctx, cms, client.InNamespace(r.Namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {
-		return nil, err
-	}
-	jobs := &batchv1.JobList{}
-	if err := r.Client.List(ctx, jobs, client.InNamespace(r.Namespace), client.MatchingLabels{metadata.AppLabel: strategyDumperLabel}); err != nil {
+	cms, jobs, err := r.listStrategyObjects(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var out []client.Object
-	for _, cm := range strategy.Obsolete(cms.Items, "", "") {
+	for _, cm := range strategy.Obsolete(cms, "", "") {
 		out = append(out, &cm)
 	}
-	for i := range jobs.Items {
-		out = append(out, &jobs.Items[i])
+	for i := range jobs {
+		out = append(out, &jobs[i])
 	}
 	return out, nil
 }

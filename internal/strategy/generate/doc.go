@@ -19,6 +19,9 @@
 // ValidatingAdmissionPolicy and binding, the ServiceMonitor and PrometheusRule
 // (with a monitoring namespace) and the SCCs and Route (on OpenShift).
 //
+// Beyond upstream's list, the strategy carries the PriorityClass
+// kubevirt-cluster-critical that every component pod names (priorityclass.go).
+//
 // One file per concern: crds.go, rbac.go and roles.go, services.go, pods.go
 // (what all component pods share), deployments.go, daemonset.go, webhooks.go,
 // apiservices.go, certificates.go, monitoring.go, openshift.go and

@@ -2,13 +2,21 @@ package install_test
 
 import (
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -58,23 +66,66 @@ func startEnvWithoutOperator(t testing.TB, nodes int, opts ...func(*sandbox.Opti
 		t.Fatal(err)
 	}
 	e := &env{t: t, sb: sb, c: c}
-	// What `kubectl apply -k config/default` provides besides the operator.
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "virt-operator", Namespace: namespace}},
-	} {
+	// What `kubectl apply -k config/default` provides besides the operator:
+	// its namespace, ServiceAccount and RBAC.
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range rbacManifests(t) {
 		if err := c.Create(context.Background(), obj); err != nil {
-			t.Fatal(err)
+			t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
 	}
 	return e
 }
 
+// rbacManifests are the objects of config/rbac.
+func rbacManifests(t testing.TB) []*unstructured.Unstructured {
+	t.Helper()
+	dir := filepath.Join(sandboxtest.RepoRoot(), "config", "rbac")
+	var out []*unstructured.Unstructured
+	for _, file := range []string{"service_account.yaml", "role.yaml", "role_binding.yaml", "cluster_role_binding.yaml"} {
+		f, err := os.Open(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if len(u.Object) > 0 {
+				out = append(out, u)
+			}
+		}
+		_ = f.Close()
+	}
+	return out
+}
+
+// operatorConfig is a client config with the virt-operator ServiceAccount's
+// token: the operator runs with exactly the RBAC config/ grants it.
+func (e *env) operatorConfig() *rest.Config {
+	e.t.Helper()
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "virt-operator", Namespace: namespace}}
+	if err := e.c.SubResource("token").Create(context.Background(), sa, req); err != nil {
+		e.t.Fatalf("requesting a token for the operator's ServiceAccount: %v", err)
+	}
+	cfg := rest.AnonymousClientConfig(e.sb.RESTConfig())
+	cfg.BearerToken = req.Status.Token
+	return cfg
+}
+
 func (e *env) startOperator() {
+	cfg := e.operatorConfig()
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.done = make(chan error, 1)
 	go func() {
-		e.done <- operator.Run(e.ctx, e.sb.RESTConfig(), operator.Options{
+		e.done <- operator.Run(e.ctx, cfg, operator.Options{
 			Namespace: namespace, MetricsAddr: "0", HealthAddr: "0", LeaderElection: true,
 			Env: deployid.MapEnv{"VIRT_OPERATOR_IMAGE": operatorImage},
 		})
@@ -224,4 +275,13 @@ func (e *env) managedObjects() []string {
 		out = append(out, apply.RefOf(o).String())
 	}
 	return out
+}
+
+func (e *env) daemonSet(name string) *appsv1.DaemonSet {
+	e.t.Helper()
+	ds := &appsv1.DaemonSet{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, ds); err != nil {
+		e.t.Fatal(err)
+	}
+	return ds
 }

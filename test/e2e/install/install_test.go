@@ -48,6 +48,9 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 	t.Run("at rest the operator writes nothing but its lease renewals", func(t *testing.T) {
 		time.Sleep(5 * time.Second) // the last status patch of the rollout lands
 		offset := fileSize(t, audit)
+		if installWrites := operatorWrites(t, audit, 0); len(installWrites) == 0 {
+			t.Fatal("the audit log shows no write by the operator during the install: the filter is wrong")
+		}
 		time.Sleep(60 * time.Second)
 		if writes := operatorWrites(t, audit, offset); len(writes) > 0 {
 			t.Fatalf("%d writes at rest over 60s: %v", len(writes), writes)
@@ -106,9 +109,13 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 			}
 			// Observed moved: by now every component must already run the target.
 			for _, d := range e.deployments() {
-				if img := d.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v1.7.0") {
-					t.Fatalf("observed == target while %s still runs %s", d.Name, img)
+				if img := d.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v1.7.0") || d.Status.UpdatedReplicas != *d.Spec.Replicas {
+					t.Fatalf("observed == target while %s runs %s (%d of %d replicas updated)", d.Name, img, d.Status.UpdatedReplicas, *d.Spec.Replicas)
 				}
+			}
+			ds := e.daemonSet("virt-handler")
+			if img := ds.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v1.7.0") || ds.Status.UpdatedNumberScheduled != ds.Status.DesiredNumberScheduled {
+				t.Fatalf("observed == target while virt-handler runs %s (%d of %d pods updated)", img, ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled)
 			}
 			return true, nil
 		})

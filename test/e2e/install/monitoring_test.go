@@ -50,13 +50,10 @@ func TestMonitoringArrivingLaterHealsTheStrategy(t *testing.T) {
 	e.eventually("a ServiceMonitor and a PrometheusRule", 90*time.Second, func() (bool, error) {
 		sms := &monitoringv1.ServiceMonitorList{}
 		rules := &monitoringv1.PrometheusRuleList{}
-		if err := e.c.List(ctx, sms, client.InNamespace("monitoring")); err != nil {
-			return false, nil
-		}
-		if err := e.c.List(ctx, rules, client.InNamespace(namespace)); err != nil {
-			return false, nil
-		}
-		return len(sms.Items) == 1 && len(rules.Items) == 1, nil
+		// Until the client's discovery sees the new CRDs a List fails: keep polling.
+		smErr := e.c.List(ctx, sms, client.InNamespace("monitoring"))
+		ruleErr := e.c.List(ctx, rules, client.InNamespace(namespace))
+		return smErr == nil && ruleErr == nil && len(sms.Items) == 1 && len(rules.Items) == 1, nil
 	})
 	t.Logf("monitoring objects appeared %v after Prometheus' ServiceAccount", time.Since(start).Round(100*time.Millisecond))
 	e.waitAvailable(time.Minute)
