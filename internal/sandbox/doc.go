@@ -23,8 +23,12 @@
 //     installs webhook configurations pointing at virt-api, whose pods never really run
 //     on kwok nodes; with failurePolicy Fail every matching request would be refused.
 //     With the plugins off the configurations are still created and can be inspected,
-//     but are never called. (APIServices pointing at virt-api remain a caveat: while one
-//     is unavailable, namespace deletion hangs on stale discovery.)
+//     but are never called. APIServices pointing at virt-api are left as they are:
+//     while KubeVirt is installed they report Available=False and deleting a namespace
+//     hangs on stale discovery. The sandbox accepts that rather than faking virt-api on
+//     the host: its tests delete no namespace while KubeVirt is installed, and the
+//     operator's uninstall removes the APIServices, after which namespace deletion works
+//     again (the install e2e test checks it).
 //   - kwok runs with an embedded stage set (stages.yaml): kwok's node/fast,
 //     node/heartbeat-with-lease and pod/fast stages plus a crash-loop stage. A pod with
 //     any container image ending in "-crashloop" turns Running and Ready like any other

@@ -2,6 +2,7 @@ package kubevirt
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,6 +44,9 @@ type Reconciler struct {
 	// ServiceAccount runs the install-strategy Job.
 	ServiceAccount string
 	Clock          clock.PassiveClock
+
+	// recentJobs remembers Jobs this process just created (jobKey → time).
+	recentJobs sync.Map
 }
 
 // Finalizer holds the CR until the uninstall has finished.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -55,11 +56,16 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 			return nil, fmt.Errorf("deleting finished strategy Job %s: %w", job.Name, err)
 		}
 	}
+	if plan.CreateJob && r.jobJustCreated(cfg.ID, plan.Attempt) {
+		// The cache has not seen the Job created a moment ago yet.
+		plan.CreateJob, out.Plan.RequeueAfter = false, time.Second
+	}
 	if plan.CreateJob {
 		job := StrategyJob(cfg, r.ServiceAccount, plan.Attempt)
 		if err := r.Client.Create(ctx, job); err != nil {
 			return nil, fmt.Errorf("creating the install-strategy Job: %w", err)
 		}
+		r.recentJobs.Store(jobKey{cfg.ID, plan.Attempt}, r.Clock.Now())
 		log.FromContext(ctx).Info("install-strategy Job created", "job", job.Name, "deploymentID", cfg.ID, "attempt", plan.Attempt)
 		r.event(kv, "StrategyJobCreated", "Generate", fmt.Sprintf("Generating the install strategy for deployment ID %s (Job %s)", cfg.ID, job.Name))
 	}
@@ -93,4 +99,22 @@ func (r *Reconciler) listStrategyObjects(ctx context.Context) ([]corev1.ConfigMa
 		return nil, nil, err
 	}
 	return cms.Items, jobs.Items, nil
+}
+
+// jobKey names one strategy Job attempt for one deployment ID.
+type jobKey struct {
+	id      string
+	attempt int
+}
+
+// recentJobWindow is how long a just-created Job may stay invisible in the
+// cache before the operator creates another.
+const recentJobWindow = 10 * time.Second
+
+// jobJustCreated says whether this process created the same Job attempt a
+// moment ago. It only avoids a duplicate Job while the cache catches up; after
+// a restart the API state decides alone.
+func (r *Reconciler) jobJustCreated(id string, attempt int) bool {
+	v, ok := r.recentJobs.Load(jobKey{id, attempt})
+	return ok && r.Clock.Now().Sub(v.(time.Time)) < recentJobWindow
 }

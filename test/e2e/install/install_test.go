@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -172,6 +173,18 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 		if left := e.managedObjects(); len(left) > 0 {
 			t.Fatalf("left behind: %v", left)
 		}
+		// With the APIServices gone, namespace deletion no longer hangs on stale discovery.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after-uninstall"}}
+		if err := e.c.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Delete(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually("a namespace deleted after the uninstall", time.Minute, func() (bool, error) {
+			err := e.c.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+			return err != nil && client.IgnoreNotFound(err) == nil, nil
+		})
 	})
 }
 

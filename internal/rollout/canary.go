@@ -1,0 +1,82 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/virt-operator/virt-operator/internal/metadata"
+)
+
+// canary keeps the DaemonSet OnDelete, starts the canary by deleting the old pod
+// on each canary node, and moves on once every canary pod has baked.
+func (pl *planner) canary() Phase {
+	pl.d.UpdateStrategy = OnDelete()
+	st, v, target := &pl.st, pl.v, pl.obs.Target
+	if len(st.CanaryNodes) == 0 {
+		st.CanaryNodes = v.pickCanaries(pl.p.CanarySize, target)
+	}
+	if len(st.CanaryNodes) == 0 {
+		st.Message = "no node runs a virt-handler pod to use as canary"
+		if v.old == 0 && v.terminating == 0 {
+			return PhaseWaiting
+		}
+		return PhaseCanary
+	}
+	ds := pl.obs.DaemonSet
+	canDelete := v.observed && metadata.DaemonSetIsUpToDate(ds, target) &&
+		ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
+	st.CanaryPods = nil
+	var waiting []string
+	var bakeStart time.Time
+	ready := 0
+	for _, node := range st.CanaryNodes {
+		pod := v.byNode[node]
+		switch {
+		case pod == nil:
+			waiting = append(waiting, "pod on "+node+" to be created")
+			continue
+		case !metadata.PodIsUpToDate(pod, target):
+			if canDelete && !v.terminatingOn[node] {
+				pl.d.DeletePods = append(pl.d.DeletePods, pod.Name)
+			}
+			waiting = append(waiting, "old pod "+pod.Name+" on "+node+" to be replaced")
+			continue
+		}
+		st.CanaryPods = append(st.CanaryPods, pod.Name)
+		if !metadata.PodIsReady(pod) {
+			waiting = append(waiting, "canary pod "+pod.Name+" on "+node+" to be ready")
+			continue
+		}
+		ready++
+		since := readySince(pod)
+		if since.IsZero() {
+			since = pl.prev.BakedSince
+		}
+		if since.IsZero() {
+			since = pl.obs.Now
+		}
+		if since.After(bakeStart) {
+			bakeStart = since
+		}
+	}
+	if ready < len(st.CanaryNodes) {
+		st.BakedSince = time.Time{}
+		st.Message = "canary on " + strings.Join(st.CanaryNodes, ",") + ": waiting for " + strings.Join(waiting, ", ")
+		return PhaseCanary
+	}
+	st.BakedSince = bakeStart
+	baked := pl.obs.Now.Sub(bakeStart)
+	if baked < pl.p.BakeTime {
+		pl.d.RequeueAfter = pl.p.BakeTime - baked
+		st.Message = fmt.Sprintf("canary %s on %s ready, baking %s of %s",
+			strings.Join(st.CanaryPods, ","), strings.Join(st.CanaryNodes, ","),
+			baked.Round(time.Second), pl.p.BakeTime)
+		return PhaseCanary
+	}
+	st.Message = fmt.Sprintf("canary %s on %s ready for %s with no restart",
+		strings.Join(st.CanaryPods, ","), strings.Join(st.CanaryNodes, ","), baked.Round(time.Second))
+	return PhaseIncreasing
+}

@@ -1,0 +1,115 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	apiv1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// Event is a Kubernetes Event to emit on the KubeVirt CR (or the DaemonSet).
+type Event struct {
+	Type    string // "Normal" or "Warning"
+	Reason  string
+	Message string
+}
+
+// Event reasons.
+const (
+	ReasonFailedUpdate  = "FailedUpdate" // Warning: a canary or updated pod crashed
+	ReasonRolloutPhase  = "HandlerRollout"
+	EventTypeNormal     = "Normal"
+	EventTypeWarning    = "Warning"
+	maxTransitionsInOne = 6
+)
+
+// Decision is what the controller must do.
+type Decision struct {
+	Phase Phase
+	// UpdateStrategy the DaemonSet must have; patch only if it differs
+	// (SameStrategy). Nil: leave it as it is.
+	UpdateStrategy *appsv1.DaemonSetUpdateStrategy
+	// DeletePods are old pods to delete so the DaemonSet recreates them from the
+	// new template (the canary, while OnDelete).
+	DeletePods []string
+	// Rollback: put the previous template back (and keep it while Failed).
+	Rollback bool
+	// RecordGeneration: record the DaemonSet's generation after patching.
+	RecordGeneration bool
+	// Done: the rollout needs nothing more.
+	Done bool
+	// Event to emit; set only when the phase changes.
+	Event *Event
+	// Degraded, when set, is the message of a Degraded condition.
+	Degraded string
+	// State to keep for the next Plan; Status is its status.handlerRollout form.
+	State  State
+	Status *apiv1.HandlerRolloutStatus
+	// RequeueAfter: look again then even without an event (bake or deadline).
+	RequeueAfter time.Duration
+}
+
+// hold is the Decision that changes nothing (used with an error).
+func (pl *planner) hold() Decision {
+	st := pl.prev
+	return Decision{Phase: st.Phase, State: st, Status: pl.status(st)}
+}
+
+func (pl *planner) idle() Decision {
+	st := pl.prev
+	return Decision{Phase: st.Phase, UpdateStrategy: Default(), Done: true, State: st, Status: pl.status(st)}
+}
+
+// finish fills the parts every Decision shares: times, event, deadline, status.
+func (pl *planner) finish() Decision {
+	d, st, now := pl.d, &pl.st, pl.obs.Now
+	if st.Phase == PhaseFailed {
+		d.Rollback = true
+		d.UpdateStrategy = Default() // lets the DaemonSet replace the bad pods
+		d.Degraded = st.Message
+	}
+	changed := st.Phase != pl.prev.Phase || pl.restarted
+	if changed {
+		st.PhaseChangeAt = now
+		if d.Event == nil {
+			d.Event = &Event{Type: EventTypeNormal, Reason: ReasonRolloutPhase + string(st.Phase),
+				Message: fmt.Sprintf("virt-handler rollout %s: %s", st.Phase, st.Message)}
+		}
+	}
+	if st.PhaseChangeAt.IsZero() {
+		st.PhaseChangeAt = now
+	}
+	if st.Phase.Active() {
+		in := now.Sub(st.PhaseChangeAt)
+		if in >= pl.p.PhaseDeadline {
+			d.Degraded = fmt.Sprintf("virt-handler rollout stuck in phase %s for %s: %s",
+				st.Phase, in.Round(time.Second), st.Message)
+		} else if left := pl.p.PhaseDeadline - in; d.RequeueAfter == 0 || left < d.RequeueAfter {
+			d.RequeueAfter = left
+		}
+	}
+	d.Phase = st.Phase
+	d.State = *st
+	d.Status = pl.status(*st)
+	return d
+}
+
+func (pl *planner) status(st State) *apiv1.HandlerRolloutStatus {
+	if st.Phase == "" {
+		return nil
+	}
+	return &apiv1.HandlerRolloutStatus{
+		Phase:         string(st.Phase),
+		DesiredPods:   pl.v.desired,
+		UpdatedPods:   pl.v.updated,
+		ReadyPods:     pl.v.updatedReady,
+		CanaryPod:     strings.Join(st.CanaryPods, ","),
+		CanaryNode:    strings.Join(st.CanaryNodes, ","),
+		StartedAt:     timePtr(st.StartedAt),
+		PhaseChangeAt: timePtr(st.PhaseChangeAt),
+		Message:       st.Message,
+	}
+}

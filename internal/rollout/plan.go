@@ -1,0 +1,166 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/virt-operator/virt-operator/internal/metadata"
+)
+
+// Plan decides the next step of the virt-handler rollout.
+//
+// Assumptions: obs.Pods are the DaemonSet's pods; obs.Previous is what the last
+// Decision.State said (or StateFromStatus); the controller applies UpdateStrategy
+// in the same write as the desired template, so a template change never lands
+// under RollingUpdate.
+//
+// Invariants: at most CanarySize pods run the target while the phase is Started or
+// Canary (the DaemonSet is OnDelete and only pods on State.CanaryNodes are
+// deleted, and only once the DaemonSet controller has observed the new template);
+// the rollout widens only after every canary pod has been Ready for BakeTime with
+// no restart; an updated pod with any restart ends the rollout in Failed with a
+// rollback, and Failed holds for that target; only SpecChanged restarts the
+// canary, so an unknown generation alone resumes where the state says; more
+// updated pods than desired is an error and changes nothing.
+func Plan(obs Observation, p Policy) (Decision, error) {
+	if err := p.Validate(); err != nil {
+		return Decision{}, err
+	}
+	if obs.DaemonSet == nil {
+		return Decision{}, errors.New("rollout: no DaemonSet observed")
+	}
+	var prev State
+	if obs.Previous != nil {
+		prev = *obs.Previous
+	}
+	pl := &planner{obs: obs, p: p, v: newView(obs), prev: prev, st: prev}
+	pl.st.CanaryNodes = append([]string(nil), prev.CanaryNodes...)
+	pl.st.CanaryPods = append([]string(nil), prev.CanaryPods...)
+	live := obs.DaemonSet.Spec.UpdateStrategy
+	failedHere := prev.Phase == PhaseFailed && prev.TargetID != "" && prev.TargetID == obs.Target.ID
+
+	switch {
+	case failedHere:
+		pl.st.Phase = PhaseFailed
+		return pl.finish(), nil
+	case obs.SpecChanged:
+		if prev.Phase != PhaseStarted || prev.TargetID != obs.Target.ID {
+			pl.st = State{Phase: PhaseStarted, TargetID: obs.Target.ID, StartedAt: obs.Now}
+			pl.restarted = true
+		}
+	case !prev.Phase.Active() && prev.Phase != PhaseFailed && IsDefault(live) && !obs.GenerationUnknown:
+		return pl.idle(), nil
+	case !prev.Phase.Active():
+		// No active state: resume from what the cluster shows. With old pods left the
+		// rollout began when its first updated pod was created (so a crash of it is
+		// judged); with none left it is a re-check starting now.
+		pl.st = State{Phase: pl.infer(), TargetID: obs.Target.ID, StartedAt: obs.Now}
+		if pl.v.old > 0 && !pl.v.firstUpdated.IsZero() {
+			pl.st.StartedAt = pl.v.firstUpdated
+		}
+	}
+	if pl.st.TargetID == "" {
+		pl.st.TargetID = obs.Target.ID
+	}
+	if pod := pl.v.firstCrash(pl.st.StartedAt); pod != nil {
+		pl.fail(pod)
+		return pl.finish(), nil
+	}
+	if pl.v.updated > pl.v.desired {
+		d := pl.hold()
+		return d, fmt.Errorf("unexpected virt-handler rollout state: %d updated pods, %d desired",
+			pl.v.updated, pl.v.desired)
+	}
+	for range maxTransitionsInOne {
+		next := pl.step()
+		if next == pl.st.Phase {
+			break
+		}
+		pl.st.Phase = next
+	}
+	return pl.finish(), nil
+}
+
+type planner struct {
+	obs       Observation
+	p         Policy
+	v         view
+	prev, st  State
+	d         Decision
+	restarted bool
+}
+
+// infer picks the phase to resume in when no active phase is stored.
+func (pl *planner) infer() Phase {
+	live := pl.obs.DaemonSet.Spec.UpdateStrategy
+	switch {
+	case pl.v.old == 0:
+		return PhaseWaiting
+	case live.Type == appsv1.RollingUpdateDaemonSetStrategyType && !IsDefault(live):
+		return PhaseWaiting // already widened by someone; the canary is moot
+	case int(pl.v.updated) > pl.p.CanarySize:
+		return PhaseIncreasing
+	}
+	return PhaseCanary
+}
+
+// step runs the current phase once and returns the phase it leads to.
+func (pl *planner) step() Phase {
+	switch pl.st.Phase {
+	case PhaseStarted:
+		return pl.started()
+	case PhaseCanary:
+		return pl.canary()
+	case PhaseIncreasing:
+		pl.d.UpdateStrategy = RollingUpdate(pl.p.FastStep)
+		pl.st.Message = "widening to " + StrategyString(*pl.d.UpdateStrategy)
+		if pl.v.allDone() {
+			return PhaseSuccessful
+		}
+		if SameStrategy(pl.obs.DaemonSet.Spec.UpdateStrategy, *pl.d.UpdateStrategy) {
+			return PhaseWaiting
+		}
+		return PhaseIncreasing
+	case PhaseWaiting:
+		pl.d.UpdateStrategy = RollingUpdate(pl.p.FastStep)
+		pl.st.Message = fmt.Sprintf("%d of %d pods updated and ready", pl.v.updatedReady, pl.v.desired)
+		if pl.v.allDone() {
+			return PhaseSuccessful
+		}
+		return PhaseWaiting
+	case PhaseSuccessful:
+		pl.d.UpdateStrategy = Default()
+		pl.d.RecordGeneration = true
+		pl.d.Done = true
+		pl.st.Message = fmt.Sprintf("all %d pods updated and ready", pl.v.desired)
+		pl.st.BakedSince = time.Time{}
+	}
+	return pl.st.Phase
+}
+
+// started waits until the DaemonSet carries the target template under OnDelete
+// and its controller has observed it; deleting a pod earlier could recreate it
+// from the old template or let RollingUpdate widen.
+func (pl *planner) started() Phase {
+	pl.d.UpdateStrategy = OnDelete()
+	ds := pl.obs.DaemonSet
+	pl.st.Message = "rolling out " + pl.obs.Target.Version + ": waiting for the DaemonSet to take the new template"
+	if metadata.DaemonSetIsUpToDate(ds, pl.obs.Target) && pl.v.observed &&
+		ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		return PhaseCanary
+	}
+	return PhaseStarted
+}
+
+// fail ends the rollout on the first crashed updated pod.
+func (pl *planner) fail(pod *corev1.Pod) {
+	pl.st.Phase = PhaseFailed
+	pl.st.BakedSince = time.Time{}
+	pl.st.Message = fmt.Sprintf("daemonSet %s rollout failed: pod %s on node %s crashed (%s); rolling back",
+		pl.obs.DaemonSet.Name, pod.Name, pod.Spec.NodeName, restartSummary(pod))
+	pl.d.Event = &Event{Type: EventTypeWarning, Reason: ReasonFailedUpdate, Message: pl.st.Message}
+}

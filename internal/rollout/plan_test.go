@@ -1,0 +1,186 @@
+package rollout
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+type want struct {
+	phase     Phase
+	strategy  string // StrategyString of Decision.UpdateStrategy; "" for nil
+	deletes   []string
+	rollback  bool
+	record    bool
+	done      bool
+	event     string // reason; "" for none
+	degraded  string // substring; "" for none
+	requeue   time.Duration
+	err       bool
+	canaryPod string
+}
+
+func TestPlanTransitions(t *testing.T) {
+	oldDS := daemonSet(oldTgt, Default(), 2)
+	newOnDelete := daemonSet(newTgt, OnDelete(), 2)
+	unobserved := daemonSet(newTgt, OnDelete(), 2)
+	unobserved.Generation = 4
+	newDefault := daemonSet(newTgt, Default(), 2)
+	oneNode := daemonSet(newTgt, OnDelete(), 1)
+	canaryReadyAt := func(s int, o ...podOpt) []corev1.Pod {
+		return with(pods(oldTgt, 1, 2), pod("node-0", newTgt, at(s), o...))
+	}
+	now := at(100)
+	cases := []struct {
+		name string
+		obs  Observation
+		p    func(*Policy)
+		want want
+	}{
+		{"spec change starts the canary under OnDelete", Observation{DaemonSet: oldDS, Pods: pods(oldTgt, 0, 2), SpecChanged: true},
+			nil, want{phase: PhaseStarted, strategy: "OnDelete", event: "HandlerRolloutStarted", requeue: 10 * time.Minute}},
+		{"started waits for the DaemonSet to take the template", Observation{DaemonSet: oldDS, Pods: pods(oldTgt, 0, 2), Previous: state(PhaseStarted, now)},
+			nil, want{phase: PhaseStarted, strategy: "OnDelete", requeue: 10 * time.Minute}},
+		{"started waits until the controller observed the template", Observation{DaemonSet: unobserved, Pods: pods(oldTgt, 0, 2), Previous: state(PhaseStarted, now)},
+			nil, want{phase: PhaseStarted, strategy: "OnDelete", requeue: 10 * time.Minute}},
+		{"started waits while the live strategy is still RollingUpdate", Observation{DaemonSet: newDefault, Pods: pods(oldTgt, 0, 2), Previous: state(PhaseStarted, now)},
+			nil, want{phase: PhaseStarted, strategy: "OnDelete", requeue: 10 * time.Minute}},
+		{"canary deletes the old pod on the first node", Observation{DaemonSet: newOnDelete, Pods: pods(oldTgt, 0, 2), Previous: state(PhaseStarted, now)},
+			nil, want{phase: PhaseCanary, strategy: "OnDelete", deletes: []string{"virt-handler-old-node-0"}, event: "HandlerRolloutCanary", requeue: 10 * time.Minute}},
+		{"canary of two deletes two", Observation{DaemonSet: daemonSet(newTgt, OnDelete(), 3), Pods: pods(oldTgt, 0, 3), Previous: state(PhaseStarted, now)},
+			func(p *Policy) { p.CanarySize = 2 }, want{phase: PhaseCanary, strategy: "OnDelete", deletes: []string{"virt-handler-old-node-0", "virt-handler-old-node-1"}, event: "HandlerRolloutCanary", requeue: 10 * time.Minute}},
+		{"waits for the canary pod to be created", Observation{DaemonSet: newOnDelete, Pods: pods(oldTgt, 1, 2), Previous: state(PhaseCanary, now, "node-0")},
+			nil, want{phase: PhaseCanary, strategy: "OnDelete", requeue: 10 * time.Minute}},
+		{"does not delete a terminating canary twice", Observation{DaemonSet: newOnDelete, Pods: with(pods(oldTgt, 1, 2), pod("node-0", oldTgt, t0, terminating)), Previous: state(PhaseCanary, now, "node-0")},
+			nil, want{phase: PhaseCanary, strategy: "OnDelete", requeue: 10 * time.Minute}},
+		{"waits for the canary pod to be ready", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(0, notReady), Previous: state(PhaseCanary, now, "node-0")},
+			nil, want{phase: PhaseCanary, strategy: "OnDelete", requeue: 10 * time.Minute, canaryPod: "virt-handler-new-node-0"}},
+		{"holds a ready canary while it bakes", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(97), Previous: state(PhaseCanary, now, "node-0")},
+			nil, want{phase: PhaseCanary, strategy: "OnDelete", requeue: 7 * time.Second, canaryPod: "virt-handler-new-node-0"}},
+		{"widens to the fast step once baked", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(90), Previous: state(PhaseCanary, now, "node-0")},
+			nil, want{phase: PhaseIncreasing, strategy: "maxUnavailable 10%", event: "HandlerRolloutIncreasing", requeue: 10 * time.Minute, canaryPod: "virt-handler-new-node-0"}},
+		{"a custom fast step", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(90), Previous: state(PhaseCanary, now, "node-0")},
+			func(p *Policy) { p.FastStep.StrVal = "25%" }, want{phase: PhaseIncreasing, strategy: "maxUnavailable 25%", event: "HandlerRolloutIncreasing", requeue: 10 * time.Minute, canaryPod: "virt-handler-new-node-0"}},
+		{"a canary that restarted fails and rolls back", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(98, restarted(1)), Previous: state(PhaseCanary, now, "node-0")},
+			nil, want{phase: PhaseFailed, strategy: "maxUnavailable 1", rollback: true, event: ReasonFailedUpdate, degraded: "pod virt-handler-new-node-0 on node node-0"}},
+		{"a restart while not ready is a crash too", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(98, restarted(2), notReady), Previous: state(PhaseCanary, now, "node-0")},
+			nil, want{phase: PhaseFailed, strategy: "maxUnavailable 1", rollback: true, event: ReasonFailedUpdate, degraded: "node-0"}},
+		{"increasing moves to waiting once the fast step is live", Observation{DaemonSet: daemonSet(newTgt, fast(), 2), Pods: canaryReadyAt(0), Previous: state(PhaseIncreasing, now, "node-0")},
+			nil, want{phase: PhaseWaiting, strategy: "maxUnavailable 10%", event: "HandlerRolloutWaiting", requeue: 10 * time.Minute}},
+		{"waits for the new rollout", Observation{DaemonSet: daemonSet(newTgt, fast(), 2), Pods: canaryReadyAt(0), Previous: state(PhaseWaiting, at(50), "node-0")},
+			nil, want{phase: PhaseWaiting, strategy: "maxUnavailable 10%", requeue: 10*time.Minute - 50*time.Second}},
+		{"completes the rollout", Observation{DaemonSet: daemonSet(newTgt, fast(), 2), Pods: pods(newTgt, 0, 2), Previous: state(PhaseWaiting, now, "node-0")},
+			nil, want{phase: PhaseSuccessful, strategy: "maxUnavailable 1", record: true, done: true, event: "HandlerRolloutSuccessful"}},
+		{"a crash after widening fails too", Observation{DaemonSet: daemonSet(newTgt, fast(), 3), Pods: with(pods(newTgt, 0, 1), pod("node-1", newTgt, at(10), restarted(1)), pod("node-2", oldTgt, t0)), Previous: state(PhaseWaiting, now, "node-0")},
+			nil, want{phase: PhaseFailed, strategy: "maxUnavailable 1", rollback: true, event: ReasonFailedUpdate, degraded: "virt-handler-new-node-1 on node node-1"}},
+		{"a one-node cluster succeeds straight after the bake", Observation{DaemonSet: oneNode, Pods: pods(newTgt, 0, 1), Previous: state(PhaseCanary, now, "node-0")},
+			nil, want{phase: PhaseSuccessful, strategy: "maxUnavailable 1", record: true, done: true, event: "HandlerRolloutSuccessful", canaryPod: "virt-handler-new-node-0"}},
+		{"unknown generation with an up-to-date spec does not restart the canary", Observation{DaemonSet: newDefault, Pods: pods(newTgt, 0, 2), GenerationUnknown: true, Previous: state(PhaseSuccessful, t0)},
+			nil, want{phase: PhaseSuccessful, strategy: "maxUnavailable 1", record: true, done: true}},
+		{"unknown generation during an ongoing rollout continues it", Observation{DaemonSet: daemonSet(newTgt, fast(), 2), Pods: canaryReadyAt(0), GenerationUnknown: true, Previous: state(PhaseWaiting, at(50), "node-0")},
+			nil, want{phase: PhaseWaiting, strategy: "maxUnavailable 10%", requeue: 10*time.Minute - 50*time.Second}},
+		{"no stored state at 10% resumes waiting", Observation{DaemonSet: daemonSet(newTgt, fast(), 2), Pods: canaryReadyAt(0), GenerationUnknown: true},
+			nil, want{phase: PhaseWaiting, strategy: "maxUnavailable 10%", event: "HandlerRolloutWaiting", requeue: 10 * time.Minute}},
+		{"no stored state mid-canary resumes on the updated node", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(97), GenerationUnknown: true},
+			nil, want{phase: PhaseCanary, strategy: "OnDelete", event: "HandlerRolloutCanary", requeue: 7 * time.Second, canaryPod: "virt-handler-new-node-0"}},
+		{"no stored state mid-canary still judges the canary", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(97, restarted(1), createdAt(at(90))), GenerationUnknown: true},
+			nil, want{phase: PhaseFailed, strategy: "maxUnavailable 1", rollback: true, event: ReasonFailedUpdate, degraded: "node-0"}},
+		{"no stored state with too many updated pods widens", Observation{DaemonSet: daemonSet(newTgt, Default(), 3), Pods: with(pods(newTgt, 0, 2), pod("node-2", oldTgt, t0)), GenerationUnknown: true},
+			nil, want{phase: PhaseIncreasing, strategy: "maxUnavailable 10%", event: "HandlerRolloutIncreasing", requeue: 10 * time.Minute}},
+		{"nothing changed is idle", Observation{DaemonSet: newDefault, Pods: pods(newTgt, 0, 2), Previous: state(PhaseSuccessful, t0)},
+			nil, want{phase: PhaseSuccessful, strategy: "maxUnavailable 1", done: true}},
+		{"a restart from before the rollout is not a crash", Observation{DaemonSet: newDefault, Pods: with(pods(newTgt, 0, 1), pod("node-1", newTgt, t0, restarted(3), createdAt(t0.Add(-time.Hour)))), GenerationUnknown: true, Previous: state(PhaseSuccessful, t0)},
+			nil, want{phase: PhaseSuccessful, strategy: "maxUnavailable 1", record: true, done: true}},
+		{"more updated pods than desired is an error", Observation{DaemonSet: daemonSet(newTgt, fast(), 1), Pods: pods(newTgt, 0, 2), Previous: state(PhaseWaiting, now, "node-0")},
+			nil, want{phase: PhaseWaiting, err: true}},
+		{"failed holds its rollback for the same target", Observation{DaemonSet: oldDS, Pods: pods(oldTgt, 0, 2), SpecChanged: true,
+			Previous: &State{Phase: PhaseFailed, TargetID: newTgt.ID, Message: "daemonSet virt-handler rollout failed: pod x"}},
+			nil, want{phase: PhaseFailed, strategy: "maxUnavailable 1", rollback: true, degraded: "rollout failed: pod x"}},
+		{"a new target after a failure starts again", Observation{DaemonSet: oldDS, Pods: pods(oldTgt, 0, 2), SpecChanged: true, Previous: &State{Phase: PhaseFailed, TargetID: "older"}},
+			nil, want{phase: PhaseStarted, strategy: "OnDelete", event: "HandlerRolloutStarted", requeue: 10 * time.Minute}},
+		{"only a spec change restarts a rollout in progress", Observation{DaemonSet: daemonSet(oldTgt, fast(), 2), Pods: canaryReadyAt(0), SpecChanged: true, Target: newTgt, Previous: &State{Phase: PhaseWaiting, TargetID: "other"}},
+			nil, want{phase: PhaseStarted, strategy: "OnDelete", event: "HandlerRolloutStarted", requeue: 10 * time.Minute}},
+		{"a stuck canary reports Degraded", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(0, notReady), Previous: state(PhaseCanary, now.Add(-11*time.Minute), "node-0")},
+			nil, want{phase: PhaseCanary, strategy: "OnDelete", degraded: "stuck in phase Canary for 11m0s: canary on node-0: waiting for canary pod virt-handler-new-node-0", canaryPod: "virt-handler-new-node-0"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := tc.obs
+			if obs.Target == (newTgt) || obs.Target.ID == "" {
+				obs.Target = newTgt
+			}
+			obs.Now = now
+			p := DefaultPolicy()
+			if tc.p != nil {
+				tc.p(&p)
+			}
+			d, err := Plan(obs, p)
+			checkDecision(t, d, err, tc.want)
+		})
+	}
+}
+
+func checkDecision(t *testing.T, d Decision, err error, w want) {
+	t.Helper()
+	if (err != nil) != w.err {
+		t.Fatalf("err = %v, want error %v", err, w.err)
+	}
+	got := ""
+	if d.UpdateStrategy != nil {
+		got = StrategyString(*d.UpdateStrategy)
+	}
+	if d.Phase != w.phase || got != w.strategy || d.Rollback != w.rollback || d.RecordGeneration != w.record || d.Done != w.done {
+		t.Errorf("phase %s strategy %q rollback %v record %v done %v; want %s %q %v %v %v (message %q)",
+			d.Phase, got, d.Rollback, d.RecordGeneration, d.Done, w.phase, w.strategy, w.rollback, w.record, w.done, d.State.Message)
+	}
+	if strings.Join(d.DeletePods, ",") != strings.Join(w.deletes, ",") {
+		t.Errorf("deletes %v, want %v", d.DeletePods, w.deletes)
+	}
+	reason := ""
+	if d.Event != nil {
+		reason = d.Event.Reason
+		if (d.Event.Type == EventTypeWarning) != (reason == ReasonFailedUpdate) {
+			t.Errorf("event type %s for %s", d.Event.Type, reason)
+		}
+	}
+	if reason != w.event {
+		t.Errorf("event %q, want %q", reason, w.event)
+	}
+	if (d.Degraded == "") != (w.degraded == "" && w.phase != PhaseFailed) || !strings.Contains(d.Degraded, w.degraded) {
+		t.Errorf("degraded %q, want %q", d.Degraded, w.degraded)
+	}
+	if d.RequeueAfter != w.requeue {
+		t.Errorf("requeue %s, want %s", d.RequeueAfter, w.requeue)
+	}
+	if d.Status == nil || d.Status.Phase != string(d.Phase) || d.Status.CanaryPod != w.canaryPod && !w.err && w.phase != PhaseFailed && w.phase != PhaseSuccessful {
+		t.Errorf("status %+v", d.Status)
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	if err := DefaultPolicy().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for field, mut := range map[string]func(*Policy){
+		"canarySize":    func(p *Policy) { p.CanarySize = 0 },
+		"fastStep":      func(p *Policy) { p.FastStep.StrVal = "10" },
+		"bakeTime":      func(p *Policy) { p.BakeTime = -time.Second },
+		"phaseDeadline": func(p *Policy) { p.PhaseDeadline = 0 },
+	} {
+		p := DefaultPolicy()
+		mut(&p)
+		err := p.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), field+":") {
+			t.Errorf("%s: %v", field, err)
+		}
+		if _, err := Plan(Observation{DaemonSet: &appsv1.DaemonSet{}}, p); err == nil {
+			t.Errorf("%s: Plan accepted an invalid policy", field)
+		}
+	}
+	if _, err := Plan(Observation{}, DefaultPolicy()); err == nil {
+		t.Error("Plan without a DaemonSet")
+	}
+}

@@ -1,0 +1,145 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Phase of the virt-handler rollout, as written to status.handlerRollout.phase.
+type Phase string
+
+const (
+	PhaseStarted    Phase = "Started"
+	PhaseCanary     Phase = "Canary"
+	PhaseIncreasing Phase = "Increasing"
+	PhaseWaiting    Phase = "Waiting"
+	PhaseSuccessful Phase = "Successful"
+	PhaseFailed     Phase = "Failed"
+)
+
+// Active reports whether a rollout in this phase still has work to do.
+func (p Phase) Active() bool {
+	switch p {
+	case PhaseStarted, PhaseCanary, PhaseIncreasing, PhaseWaiting:
+		return true
+	}
+	return false
+}
+
+// Policy tunes the rollout. The zero value is invalid; start from DefaultPolicy.
+type Policy struct {
+	// CanarySize is how many pods are updated, and must bake, before the rollout widens.
+	CanarySize int
+	// FastStep is the DaemonSet's maxUnavailable once the canary has baked.
+	FastStep intstr.IntOrString
+	// BakeTime is how long every canary pod must stay Ready with no restart.
+	BakeTime time.Duration
+	// PhaseDeadline is how long a phase may last before the Decision reports Degraded.
+	PhaseDeadline time.Duration
+}
+
+// DefaultBakeTime is 10 s. A bad virt-handler typically passes its readiness
+// probe and then dies within seconds (the sandbox's crash-loop image crashes about
+// 2 s after Ready). 10 s is five times that, leaving room for the kubelet to report
+// the restart and for the informer to deliver it, and it is paid once per upgrade,
+// not once per node. Upstream has no bake at all, which is how a crash 2 s after
+// Ready reached 40 of 200 nodes there.
+const DefaultBakeTime = 10 * time.Second
+
+// DefaultPolicy is upstream's 1 pod → 10% → 1 with a DefaultBakeTime bake and a
+// 10 minute per-phase deadline.
+func DefaultPolicy() Policy {
+	return Policy{
+		CanarySize:    1,
+		FastStep:      intstr.FromString("10%"),
+		BakeTime:      DefaultBakeTime,
+		PhaseDeadline: 10 * time.Minute,
+	}
+}
+
+// Validate names the first field that is out of range.
+func (p Policy) Validate() error {
+	if p.CanarySize < 1 {
+		return fmt.Errorf("canarySize: must be at least 1, got %d", p.CanarySize)
+	}
+	switch p.FastStep.Type {
+	case intstr.Int:
+		if p.FastStep.IntVal < 1 {
+			return fmt.Errorf("fastStep: must be at least 1 pod, got %d", p.FastStep.IntVal)
+		}
+	case intstr.String:
+		var pct int
+		var rest string
+		if n, _ := fmt.Sscanf(p.FastStep.StrVal, "%d%%%s", &pct, &rest); n < 1 ||
+			p.FastStep.StrVal != fmt.Sprintf("%d%%", pct) || pct < 1 || pct > 100 {
+			return fmt.Errorf("fastStep: must be a pod count or a percentage from 1%% to 100%%, got %q", p.FastStep.StrVal)
+		}
+	default:
+		return fmt.Errorf("fastStep: unknown type %d", p.FastStep.Type)
+	}
+	if p.BakeTime < 0 {
+		return fmt.Errorf("bakeTime: must not be negative, got %s", p.BakeTime)
+	}
+	if p.PhaseDeadline <= 0 {
+		return fmt.Errorf("phaseDeadline: must be positive, got %s", p.PhaseDeadline)
+	}
+	if p.PhaseDeadline <= p.BakeTime {
+		return fmt.Errorf("phaseDeadline: must exceed bakeTime (%s), got %s", p.BakeTime, p.PhaseDeadline)
+	}
+	return nil
+}
+
+// OnDelete is the strategy while the canary bakes: the DaemonSet controller
+// replaces no pod by itself, so the rollout cannot widen behind our back.
+func OnDelete() *appsv1.DaemonSetUpdateStrategy {
+	return &appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
+}
+
+// RollingUpdate is a RollingUpdate strategy with the given maxUnavailable.
+func RollingUpdate(maxUnavailable intstr.IntOrString) *appsv1.DaemonSetUpdateStrategy {
+	mu := maxUnavailable
+	return &appsv1.DaemonSetUpdateStrategy{
+		Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &mu},
+	}
+}
+
+// Default is the resting strategy: RollingUpdate with maxUnavailable 1.
+func Default() *appsv1.DaemonSetUpdateStrategy { return RollingUpdate(intstr.FromInt32(1)) }
+
+// SameStrategy compares type and maxUnavailable (maxSurge is not ours).
+func SameStrategy(a, b appsv1.DaemonSetUpdateStrategy) bool {
+	if a.Type != b.Type {
+		return false
+	}
+	if a.Type != appsv1.RollingUpdateDaemonSetStrategyType {
+		return true
+	}
+	return maxUnavailable(a) == maxUnavailable(b)
+}
+
+// IsDefault: RollingUpdate with an integer maxUnavailable of 1. An unset
+// rollingUpdate is not default (as upstream reads it), so it counts as ongoing.
+func IsDefault(s appsv1.DaemonSetUpdateStrategy) bool {
+	return s.Type == appsv1.RollingUpdateDaemonSetStrategyType &&
+		maxUnavailable(s) == intstr.FromInt32(1)
+}
+
+func maxUnavailable(s appsv1.DaemonSetUpdateStrategy) intstr.IntOrString {
+	if s.RollingUpdate == nil || s.RollingUpdate.MaxUnavailable == nil {
+		return intstr.IntOrString{}
+	}
+	return *s.RollingUpdate.MaxUnavailable
+}
+
+// StrategyString renders a strategy for messages: "OnDelete", "maxUnavailable 10%".
+func StrategyString(s appsv1.DaemonSetUpdateStrategy) string {
+	if s.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		return "OnDelete"
+	}
+	mu := maxUnavailable(s)
+	return "maxUnavailable " + mu.String()
+}

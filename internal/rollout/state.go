@@ -1,0 +1,193 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	apiv1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+)
+
+// State is what the rollout remembers between reconciles. Phase, the canary, the
+// times and the message live in status.handlerRollout; TargetID (which target a
+// Failed phase belongs to) and BakedSince have no status field yet (see
+// StateFromStatus). A lost BakedSince only restarts the bake (it is re-derived
+// from the pods' Ready condition where present).
+type State struct {
+	Phase         Phase
+	TargetID      string
+	CanaryNodes   []string
+	CanaryPods    []string
+	StartedAt     time.Time
+	PhaseChangeAt time.Time
+	BakedSince    time.Time
+	Message       string
+}
+
+// Observation is everything Plan looks at.
+type Observation struct {
+	// DaemonSet is the live virt-handler DaemonSet (required).
+	DaemonSet *appsv1.DaemonSet
+	// Pods are the DaemonSet's pods (owned by it), terminating ones included.
+	Pods []corev1.Pod
+	// Target is the version, registry and ID being installed.
+	Target metadata.Target
+	// Previous is the stored state; nil when none is stored.
+	Previous *State
+	// SpecChanged: the live DaemonSet is not the desired one (annotations or
+	// metadata differ). Only this restarts the canary.
+	SpecChanged bool
+	// GenerationUnknown: the live generation is not the recorded one.
+	GenerationUnknown bool
+	Now               time.Time
+}
+
+// StateFromStatus reads the stored state. targetID is the target the stored
+// status belongs to, if the controller keeps it (empty: unknown, in which case a
+// Failed rollout is retried when the spec still differs).
+func StateFromStatus(s *apiv1.HandlerRolloutStatus, targetID string) *State {
+	if s == nil {
+		return nil
+	}
+	st := &State{Phase: Phase(s.Phase), TargetID: targetID, Message: s.Message,
+		CanaryNodes: splitList(s.CanaryNode), CanaryPods: splitList(s.CanaryPod)}
+	if s.StartedAt != nil {
+		st.StartedAt = s.StartedAt.Time
+	}
+	if s.PhaseChangeAt != nil {
+		st.PhaseChangeAt = s.PhaseChangeAt.Time
+	}
+	return st
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func timePtr(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t)
+	return &mt
+}
+
+// view is the pods of the DaemonSet, counted once.
+type view struct {
+	desired, updated, updatedReady, old int32
+	terminating                         int32
+	byNode                              map[string]*corev1.Pod // non-terminating pod per node
+	terminatingOn                       map[string]bool
+	crashed                             []*corev1.Pod // crash-looping updated pods, by name
+	observed                            bool          // the DaemonSet controller saw the current spec
+	firstUpdated                        time.Time     // earliest creation of an updated pod
+}
+
+func newView(obs Observation) view {
+	ds := obs.DaemonSet
+	v := view{
+		desired:       ds.Status.DesiredNumberScheduled,
+		byNode:        map[string]*corev1.Pod{},
+		terminatingOn: map[string]bool{},
+		observed:      ds.Status.ObservedGeneration >= ds.Generation,
+	}
+	for i := range obs.Pods {
+		pod := &obs.Pods[i]
+		if pod.DeletionTimestamp != nil {
+			v.terminating++
+			v.terminatingOn[pod.Spec.NodeName] = true
+			continue
+		}
+		v.byNode[pod.Spec.NodeName] = pod
+		if !metadata.PodIsUpToDate(pod, obs.Target) {
+			v.old++
+			continue
+		}
+		v.updated++
+		if c := pod.CreationTimestamp.Time; v.firstUpdated.IsZero() || c.Before(v.firstUpdated) {
+			v.firstUpdated = c
+		}
+		if metadata.PodIsReady(pod) {
+			v.updatedReady++
+		}
+		if metadata.PodIsCrashLooping(pod) {
+			v.crashed = append(v.crashed, pod)
+		}
+	}
+	sort.Slice(v.crashed, func(i, j int) bool { return v.crashed[i].Name < v.crashed[j].Name })
+	return v
+}
+
+// clockSkew is how much earlier than the rollout's start (operator clock) a pod
+// may have been created (API server clock) and still belong to the rollout.
+const clockSkew = 30 * time.Second
+
+// firstCrash is the first crash-looping updated pod created for this rollout. A
+// pod created before the rollout started (restartCount never resets) is judged by
+// the rollout that created it, so an old restart never fails a later rollout. A
+// pod without a creation time is judged.
+func (v view) firstCrash(startedAt time.Time) *corev1.Pod {
+	for _, pod := range v.crashed {
+		if c := pod.CreationTimestamp.Time; c.IsZero() || !c.Before(startedAt.Add(-clockSkew)) {
+			return pod
+		}
+	}
+	return nil
+}
+
+// allDone: every desired pod is updated and ready, nothing old or terminating is
+// left, and the counts are for the DaemonSet's current spec.
+func (v view) allDone() bool {
+	return v.observed && v.old == 0 && v.terminating == 0 && v.updatedReady == v.desired
+}
+
+// pickCanaries chooses up to n nodes: those already running the target first (a
+// resumed canary), then old pods in node-name order. Deterministic.
+func (v view) pickCanaries(n int, target metadata.Target) []string {
+	var upd, old []string
+	for node, pod := range v.byNode {
+		if metadata.PodIsUpToDate(pod, target) {
+			upd = append(upd, node)
+		} else {
+			old = append(old, node)
+		}
+	}
+	sort.Strings(upd)
+	sort.Strings(old)
+	nodes := append(upd, old...)
+	if len(nodes) > n {
+		nodes = nodes[:n]
+	}
+	return nodes
+}
+
+// readySince is when the pod last turned Ready, from its Ready condition; zero
+// when the pod does not say.
+func readySince(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// restartSummary says which container of a crashed pod failed and how.
+func restartSummary(pod *corev1.Pod) string {
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.RestartCount > 0 || c.State.Terminated != nil || c.LastTerminationState.Terminated != nil ||
+			(c.State.Waiting != nil && c.State.Waiting.Reason == metadata.CrashLoopBackOff) {
+			return fmt.Sprintf("container %s failed (restartCount %d)", c.Name, c.RestartCount)
+		}
+	}
+	return "a container failed"
+}

@@ -1,0 +1,91 @@
+package workloadupdate
+
+import (
+	"fmt"
+	"time"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// Names on the objects the updater creates, as upstream spells them.
+const (
+	// WorkloadUpdateMigrationAnnotation marks a migration created by the updater (value "").
+	WorkloadUpdateMigrationAnnotation = "kubevirt.io/workloadUpdateMigration"
+	// VolumeUpdateMigrationLabel marks a migration driven by a volume change; the value
+	// is the VMI name, or its UID when the name is longer than a label value may be.
+	VolumeUpdateMigrationLabel = "kubevirt.io/volume-update-migration"
+	// TestAbortionAnnotation on a VMI always aborts its workload-update migrations.
+	TestAbortionAnnotation = "kubevirt.io/testWorkloadUpdateMigrationAbortion"
+	// MigrationGenerateName prefixes the name of every workload-update migration.
+	MigrationGenerateName = "kubevirt-workload-update-"
+	// LastEvictionBatchAnnotation on the KubeVirt CR holds the RFC 3339 time of the
+	// last eviction batch, so the interval survives an operator restart.
+	LastEvictionBatchAnnotation = "kubevirt.io/workload-update-last-eviction-batch"
+	// OutdatedMetricName is the gauge of outdated VMIs.
+	OutdatedMetricName = "kubevirt_vmi_number_of_outdated"
+)
+
+// Event reasons, as upstream.
+const (
+	ReasonSuccessfulCreate         = "SuccessfulCreate"
+	ReasonFailedCreate             = "FailedCreate"
+	ReasonSuccessfulEvict          = "SuccessfulEvict"
+	ReasonFailedEvict              = "FailedEvict"
+	ReasonSuccessfulChangeAbortion = "SuccessfulChangeAbortion"
+	ReasonFailedChangeAbortion     = "FailedChangeAbortion"
+)
+
+// Hotplug condition types upstream also treats as "migration required".
+const (
+	VMIConditionHotVCPUChange   v1.VirtualMachineInstanceConditionType = "HotVCPUChange"
+	VMIConditionHotMemoryChange v1.VirtualMachineInstanceConditionType = "HotMemoryChange"
+)
+
+// Defaults.
+const (
+	DefaultParallelMigrations    = 5
+	DefaultBatchEvictionSize     = 10
+	DefaultBatchEvictionInterval = time.Minute
+	// ResyncInterval is the periodic look while work remains: a real 30 s.
+	ResyncInterval = 30 * time.Second
+	// maxLabelValue is the longest Kubernetes label value.
+	maxLabelValue = 63
+)
+
+// MessageCreated is the SuccessfulCreate event message on the VMI.
+func MessageCreated(migrationName string) string {
+	return fmt.Sprintf("Created Migration %s for automated workload update", migrationName)
+}
+
+// MessageFailedCreate is the FailedCreate event message on the VMI.
+func MessageFailedCreate(err error) string {
+	return fmt.Sprintf("Error creating a Migration for automated workload update: %v", err)
+}
+
+// MessageEvicted is the SuccessfulEvict event message on the VMI.
+func MessageEvicted() string {
+	return "Initiated eviction of VMI as part of automated workload update"
+}
+
+// MessageFailedEvict is the FailedEvict event message when the eviction call fails.
+func MessageFailedEvict(err error) string {
+	return fmt.Sprintf("Error deleting VMI during automated workload update: %v", err)
+}
+
+// MessageNoLauncherPod is the FailedEvict event message when no launcher pod is found.
+func MessageNoLauncherPod(err error) string {
+	if err == nil {
+		err = fmt.Errorf("no active launcher pod")
+	}
+	return fmt.Sprintf("Error detecting active pod for VMI during workload update: %v", err)
+}
+
+// MessageAborted is the SuccessfulChangeAbortion event message on the VMI.
+func MessageAborted(vmiName string) string {
+	return fmt.Sprintf("Aborted change for vmi: %s", vmiName)
+}
+
+// MessageFailedAbort is the FailedChangeAbortion event message on the VMI.
+func MessageFailedAbort(vmiName string, err error) string {
+	return fmt.Sprintf("Failed to abort change for vmi: %s: %v", vmiName, err)
+}

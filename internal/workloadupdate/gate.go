@@ -1,0 +1,107 @@
+package workloadupdate
+
+import (
+	"time"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// Gate reports whether workload updates may act now: only when the KubeVirt CR is
+// Deployed and the observed deployment is the target one. The reason says why not.
+func Gate(kv *v1.KubeVirt) (ok bool, reason string) {
+	switch {
+	case kv == nil:
+		return false, "no KubeVirt CR"
+	case kv.DeletionTimestamp != nil:
+		return false, "KubeVirt CR is being deleted"
+	case kv.Status.Phase != v1.KubeVirtPhaseDeployed:
+		return false, "KubeVirt is not Deployed (phase " + string(kv.Status.Phase) + ")"
+	case kv.Status.ObservedDeploymentID != kv.Status.TargetDeploymentID:
+		return false, "infrastructure is still updating (observed deployment " +
+			kv.Status.ObservedDeploymentID + " != target " + kv.Status.TargetDeploymentID + ")"
+	}
+	return true, ""
+}
+
+// Methods are the allowed ways to move a VMI.
+type Methods struct {
+	LiveMigrate bool
+	Evict       bool
+}
+
+// MethodsFrom reads the spec's method list; unknown values are ignored.
+func MethodsFrom(list []v1.WorkloadUpdateMethod) Methods {
+	var m Methods
+	for _, x := range list {
+		switch x {
+		case v1.WorkloadUpdateMethodLiveMigrate:
+			m.LiveMigrate = true
+		case v1.WorkloadUpdateMethodEvict:
+			m.Evict = true
+		}
+	}
+	return m
+}
+
+// None reports whether no method is allowed (nothing is acted on; counts still are).
+func (m Methods) None() bool { return !m.LiveMigrate && !m.Evict }
+
+// Settings are the rate controls and methods read from the KubeVirt CR.
+type Settings struct {
+	Methods               Methods
+	ParallelMigrations    int
+	BatchEvictionSize     int
+	BatchEvictionInterval time.Duration
+	// LastEvictionBatch is read from LastEvictionBatchAnnotation; zero means never.
+	LastEvictionBatch time.Time
+}
+
+// SettingsFrom reads Settings from the CR, applying the defaults.
+func SettingsFrom(kv *v1.KubeVirt) Settings {
+	s := Settings{
+		ParallelMigrations:    DefaultParallelMigrations,
+		BatchEvictionSize:     DefaultBatchEvictionSize,
+		BatchEvictionInterval: DefaultBatchEvictionInterval,
+	}
+	if kv == nil {
+		return s
+	}
+	w := kv.Spec.WorkloadUpdateStrategy
+	s.Methods = MethodsFrom(w.WorkloadUpdateMethods)
+	if w.BatchEvictionSize != nil && *w.BatchEvictionSize > 0 {
+		s.BatchEvictionSize = *w.BatchEvictionSize
+	}
+	if w.BatchEvictionInterval != nil && w.BatchEvictionInterval.Duration > 0 {
+		s.BatchEvictionInterval = w.BatchEvictionInterval.Duration
+	}
+	if mc := kv.Spec.Configuration.MigrationConfiguration; mc != nil && mc.ParallelMigrationsPerCluster != nil {
+		s.ParallelMigrations = int(*mc.ParallelMigrationsPerCluster)
+		if s.ParallelMigrations == 0 {
+			s.ParallelMigrations = -1 // an explicit 0: no migrations (0 in Inputs means default)
+		}
+	}
+	s.LastEvictionBatch = LastEvictionBatch(kv)
+	return s
+}
+
+// LastEvictionBatch parses LastEvictionBatchAnnotation; a missing or bad value is zero.
+func LastEvictionBatch(kv *v1.KubeVirt) time.Time {
+	if kv == nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, kv.Annotations[LastEvictionBatchAnnotation])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// FormatEvictionBatch is the annotation value for a batch started at t.
+func FormatEvictionBatch(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// OutdatedChanged reports whether status.outdatedVirtualMachineInstanceWorkloads must
+// be written to show n.
+func OutdatedChanged(kv *v1.KubeVirt, n int) bool {
+	cur := kv.Status.OutdatedVirtualMachineInstanceWorkloads
+	return cur == nil || *cur != n
+}

@@ -1,0 +1,101 @@
+package workloadupdate
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// Key names a VMI (and the target of a migration) by namespace and name.
+type Key struct{ Namespace, Name string }
+
+func (k Key) String() string { return k.Namespace + "/" + k.Name }
+
+// KeyOf is the key of a VMI.
+func KeyOf(vmi *v1.VirtualMachineInstance) Key { return Key{vmi.Namespace, vmi.Name} }
+
+// MigrationKey is the key of the VMI a migration targets.
+func MigrationKey(m *v1.VirtualMachineInstanceMigration) Key {
+	return Key{m.Namespace, m.Spec.VMIName}
+}
+
+// IsFinished reports whether a migration reached Succeeded or Failed.
+func IsFinished(m *v1.VirtualMachineInstanceMigration) bool {
+	return m.Status.Phase == v1.MigrationSucceeded || m.Status.Phase == v1.MigrationFailed
+}
+
+// IsWorkloadUpdate reports whether the updater created the migration.
+func IsWorkloadUpdate(m *v1.VirtualMachineInstanceMigration) bool {
+	_, ok := m.Annotations[WorkloadUpdateMigrationAnnotation]
+	return ok
+}
+
+// isRunningPhase: the phases in which a migration uses a cluster migration slot.
+func isRunningPhase(p v1.VirtualMachineInstanceMigrationPhase) bool {
+	switch p {
+	case v1.MigrationScheduling, v1.MigrationScheduled, v1.MigrationPreparingTarget,
+		v1.MigrationTargetReady, v1.MigrationRunning:
+		return true
+	}
+	return false
+}
+
+// Index is what the updater knows about migrations, derived from a list of them.
+type Index struct {
+	// Unfinished are the unfinished migrations per targeted VMI, in list order.
+	Unfinished map[Key][]*v1.VirtualMachineInstanceMigration
+	// Failed counts failed workload-update migrations per VMI (retry them later).
+	Failed map[Key]int
+	// Active is how many migration slots are taken: every migration in a running
+	// phase, plus the updater's own unfinished migrations not yet running.
+	Active int
+}
+
+// IndexMigrations builds the Index. Pointers refer into the given slice.
+func IndexMigrations(migs []v1.VirtualMachineInstanceMigration) Index {
+	ix := Index{
+		Unfinished: map[Key][]*v1.VirtualMachineInstanceMigration{},
+		Failed:     map[Key]int{},
+	}
+	for i := range migs {
+		m := &migs[i]
+		k := MigrationKey(m)
+		if IsFinished(m) {
+			if m.Status.Phase == v1.MigrationFailed && IsWorkloadUpdate(m) {
+				ix.Failed[k]++
+			}
+			continue
+		}
+		ix.Unfinished[k] = append(ix.Unfinished[k], m)
+		if isRunningPhase(m.Status.Phase) || IsWorkloadUpdate(m) {
+			ix.Active++
+		}
+	}
+	return ix
+}
+
+// NewMigration builds the workload-update migration for vmi. A VMI with a pending
+// volume change gets the volume-update label.
+func NewMigration(vmi *v1.VirtualMachineInstance, priority v1.MigrationPriority) *v1.VirtualMachineInstanceMigration {
+	p := priority
+	m := &v1.VirtualMachineInstanceMigration{
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: v1.GroupVersion.String(),
+			Kind:       "VirtualMachineInstanceMigration",
+		},
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: MigrationGenerateName,
+			Namespace:    vmi.Namespace,
+			Annotations:  map[string]string{WorkloadUpdateMigrationAnnotation: ""},
+		},
+		Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: vmi.Name, Priority: &p},
+	}
+	if volumesChanging(vmi) {
+		v := vmi.Name
+		if len(v) > maxLabelValue {
+			v = string(vmi.UID)
+		}
+		m.Labels = map[string]string{VolumeUpdateMigrationLabel: v}
+	}
+	return m
+}
