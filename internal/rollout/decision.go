@@ -19,11 +19,10 @@ type Event struct {
 
 // Event reasons.
 const (
-	ReasonFailedUpdate  = "FailedUpdate" // Warning: a canary or updated pod crashed
-	ReasonRolloutPhase  = "HandlerRollout"
-	EventTypeNormal     = "Normal"
-	EventTypeWarning    = "Warning"
-	maxTransitionsInOne = 6
+	ReasonFailedUpdate = "FailedUpdate" // Warning: a canary or updated pod crashed
+	ReasonRolloutPhase = "HandlerRollout"
+	EventTypeNormal    = "Normal"
+	EventTypeWarning   = "Warning"
 )
 
 // Decision is what the controller must do.

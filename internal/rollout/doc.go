@@ -29,4 +29,22 @@
 //   - any container restart of an updated pod fails the rollout and asks for a
 //     rollback; Failed holds (rollback kept) until the target changes;
 //   - more updated pods than desired is an error, never a crash.
+//
+// Wiring (the controller's side), per reconcile of an existing virt-handler
+// DaemonSet (a newly created one needs no canary: record its generation):
+//  1. Observation: the live DaemonSet and its pods (terminating ones included),
+//     the target, SpecChanged / GenerationUnknown as today, the stored state
+//     (StateFromStatus(status.handlerRollout, storedTargetID)) and Now.
+//  2. On SpecChanged, write the desired template (through PreserveTLSArgs while
+//     the rollout is not Successful) with Decision.UpdateStrategy in the same
+//     write; otherwise patch the strategy only if !SameStrategy. On Rollback write
+//     the previous template instead (and keep it while the phase is Failed).
+//  3. Delete DeletePods, record the generation if RecordGeneration, emit Event,
+//     set Degraded from Decision.Degraded, write Decision.Status, requeue after
+//     RequeueAfter. Detach the handler certificate Secret only when Successful.
+//  4. On an error, change nothing and requeue with backoff.
+//
+// Failed holds for the target it failed on only if the controller keeps the
+// target ID with the status (State.TargetID); without it a failed rollout is
+// retried (each retry touches only the canary nodes).
 package rollout

@@ -18,10 +18,10 @@ var fuzzPhases = []Phase{"", PhaseStarted, PhaseCanary, PhaseIncreasing, PhaseWa
 func FuzzPlan(f *testing.F) {
 	f.Add([]byte{3, 1, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, uint8(2), uint8(1), false, true, int64(30))
 	f.Add([]byte{0xff, 0x10, 0x22, 0x7f}, uint8(3), uint8(0), true, false, int64(-5))
-	f.Fuzz(func(t *testing.T, podBytes []byte, phase, strat uint8, specChanged, genUnknown bool, secs int64) {
+	f.Fuzz(func(t *testing.T, podBytes []byte, phase, strategyBits uint8, specChanged, genUnknown bool, secs int64) {
 		strategies := []*appsv1.DaemonSetUpdateStrategy{Default(), OnDelete(), fast(), {Type: appsv1.RollingUpdateDaemonSetStrategyType}, {}}
-		ds := daemonSet([]metadata.Target{oldTgt, newTgt}[strat&1], strategies[int(strat>>1)%len(strategies)], int32(len(podBytes)%7))
-		if strat&0x40 != 0 {
+		ds := daemonSet([]metadata.Target{oldTgt, newTgt}[strategyBits&1], strategies[int(strategyBits>>1)%len(strategies)], int32(len(podBytes)%7))
+		if strategyBits&0x40 != 0 {
 			ds.Generation++
 		}
 		var ps []corev1.Pod
@@ -51,7 +51,7 @@ func FuzzPlan(f *testing.F) {
 		}
 		p := DefaultPolicy()
 		p.CanarySize = 1 + int(phase>>6)
-		p.FastStep = intstr.FromInt32(1 + int32(strat>>4))
+		p.FastStep = intstr.FromInt32(1 + int32(strategyBits>>4))
 		p.BakeTime = time.Duration(secs%20) * time.Second
 		if p.BakeTime < 0 {
 			p.BakeTime = 0

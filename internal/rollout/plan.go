@@ -3,6 +3,7 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,8 +39,7 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 		prev = *obs.Previous
 	}
 	pl := &planner{obs: obs, p: p, v: newView(obs), prev: prev, st: prev}
-	pl.st.CanaryNodes = append([]string(nil), prev.CanaryNodes...)
-	pl.st.CanaryPods = append([]string(nil), prev.CanaryPods...)
+	pl.st.CanaryNodes, pl.st.CanaryPods = slices.Clone(prev.CanaryNodes), slices.Clone(prev.CanaryPods)
 	live := obs.DaemonSet.Spec.UpdateStrategy
 	failedHere := prev.Phase == PhaseFailed && prev.TargetID != "" && prev.TargetID == obs.Target.ID
 
@@ -48,9 +48,13 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 		pl.st.Phase = PhaseFailed
 		return pl.finish(), nil
 	case obs.SpecChanged:
-		if prev.Phase != PhaseStarted || prev.TargetID != obs.Target.ID {
+		same := prev.TargetID == obs.Target.ID && prev.Phase.Active()
+		if prev.Phase != PhaseStarted || !same {
 			pl.st = State{Phase: PhaseStarted, TargetID: obs.Target.ID, StartedAt: obs.Now}
 			pl.restarted = true
+		}
+		if same { // a metadata-only change: same canary, and its crashes still count
+			pl.st.StartedAt, pl.st.CanaryNodes = prev.StartedAt, slices.Clone(prev.CanaryNodes)
 		}
 	case !prev.Phase.Active() && prev.Phase != PhaseFailed && IsDefault(live) && !obs.GenerationUnknown:
 		return pl.idle(), nil
@@ -62,6 +66,7 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 		if pl.v.old > 0 && !pl.v.firstUpdated.IsZero() {
 			pl.st.StartedAt = pl.v.firstUpdated
 		}
+		pl.recheck = prev.Phase == PhaseSuccessful
 	}
 	if pl.st.TargetID == "" {
 		pl.st.TargetID = obs.Target.ID
@@ -82,6 +87,9 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 		}
 		pl.st.Phase = next
 	}
+	if pl.recheck && pl.st.Phase == PhaseSuccessful {
+		pl.st.StartedAt = pl.prev.StartedAt // still the rollout that completed
+	}
 	return pl.finish(), nil
 }
 
@@ -91,8 +99,12 @@ type planner struct {
 	v         view
 	prev, st  State
 	d         Decision
-	restarted bool
+	restarted bool // SpecChanged began a new rollout
+	recheck   bool // re-checking a Successful rollout (unknown generation)
 }
+
+// maxTransitionsInOne bounds the phases one Plan may pass through.
+const maxTransitionsInOne = 6
 
 // infer picks the phase to resume in when no active phase is stored.
 func (pl *planner) infer() Phase {

@@ -103,6 +103,8 @@ func TestPlanTransitions(t *testing.T) {
 			nil, want{phase: PhaseStarted, strategy: "OnDelete", event: "HandlerRolloutStarted", requeue: 10 * time.Minute}},
 		{"only a spec change restarts a rollout in progress", Observation{DaemonSet: daemonSet(oldTgt, fast(), 2), Pods: canaryReadyAt(0), SpecChanged: true, Target: newTgt, Previous: &State{Phase: PhaseWaiting, TargetID: "other"}},
 			nil, want{phase: PhaseStarted, strategy: "OnDelete", event: "HandlerRolloutStarted", requeue: 10 * time.Minute}},
+		{"a metadata-only change mid-canary keeps the canary and judges it", Observation{DaemonSet: daemonSet(newTgt, OnDelete(), 2), Pods: canaryReadyAt(97, restarted(1), createdAt(t0.Add(-time.Hour))), SpecChanged: true, Previous: &State{Phase: PhaseCanary, TargetID: newTgt.ID, StartedAt: t0.Add(-2 * time.Hour), CanaryNodes: []string{"node-0"}}},
+			nil, want{phase: PhaseFailed, strategy: "maxUnavailable 1", rollback: true, event: ReasonFailedUpdate, degraded: "node-0"}},
 		{"a stuck canary reports Degraded", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(0, notReady), Previous: state(PhaseCanary, now.Add(-11*time.Minute), "node-0")},
 			nil, want{phase: PhaseCanary, strategy: "OnDelete", degraded: "stuck in phase Canary for 11m0s: canary on node-0: waiting for canary pod virt-handler-new-node-0", canaryPod: "virt-handler-new-node-0"}},
 	}

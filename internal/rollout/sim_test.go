@@ -165,10 +165,15 @@ type stepLog struct {
 	last       Decision
 }
 
+// keepState is the state an operator keeps: all of it.
+func keepState(d Decision) *State { st := d.State; return &st }
+
+// viaStatus is what an operator restarted after every step reads back.
+func viaStatus(d Decision) *State { return StateFromStatus(d.Status, newTgt.ID) }
+
 // run alternates Plan and the simulator until done or limit ticks; check runs
-// after every decision. roundTrip stores the state only through the status (as
-// an operator restarted every tick would read it).
-func (s *sim) run(t *testing.T, p Policy, limit int, roundTrip bool, check func(Decision)) stepLog {
+// after every decision; keep says what state the next Plan sees.
+func (s *sim) run(t *testing.T, p Policy, limit int, keep func(Decision) *State, check func(Decision)) stepLog {
 	t.Helper()
 	var log stepLog
 	var prev *State
@@ -192,11 +197,7 @@ func (s *sim) run(t *testing.T, p Policy, limit int, roundTrip bool, check func(
 		}
 		check(d)
 		log.last = d
-		st := d.State
-		prev = &st
-		if roundTrip {
-			prev = StateFromStatus(d.Status, newTgt.ID)
-		}
+		prev = keep(d)
 		if d.Done && d.Phase == PhaseSuccessful {
 			return log
 		}

@@ -18,6 +18,7 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
+	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
 func TestInstallUpgradeAndUninstall(t *testing.T) {
@@ -74,6 +75,24 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 		}
 		if n := len(e.strategyConfigMaps()); n != 1 {
 			t.Fatalf("%d strategy ConfigMaps, want 1", n)
+		}
+	})
+
+	t.Run("a corrupt strategy ConfigMap is replaced without restarting anything", func(t *testing.T) {
+		before := e.podUIDs(map[string]string{metadata.AppLabel: "virt-api"})
+		cm := e.strategyConfigMaps()[0]
+		cm.Data[strategy.ManifestsKey] = "not base64 at all!"
+		if err := e.c.Update(ctx, &cm); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually("a regenerated strategy", time.Minute, func() (bool, error) {
+			cms := e.strategyConfigMaps()
+			return len(cms) == 1 && cms[0].UID != cm.UID, nil
+		})
+		e.loadStrategy(firstID) // decodes
+		e.waitAvailable(time.Minute)
+		if after := e.podUIDs(map[string]string{metadata.AppLabel: "virt-api"}); !sameKeys(before, after) {
+			t.Fatalf("virt-api pods were restarted: %v → %v", before, after)
 		}
 	})
 
