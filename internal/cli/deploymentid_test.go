@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/virt-operator/virt-operator/internal/deployid"
 )
 
@@ -21,7 +23,13 @@ var samplesDir = filepath.Join("..", "..", "config", "samples")
 // operator's environment and returns stdout and the error main would see.
 func runDeploymentIDCommand(t *testing.T, processEnv deployid.MapEnv, args ...string) (string, error) {
 	t.Helper()
-	cmd := newDeploymentIDCommand(processEnv)
+	return runCommand(t, newDeploymentIDCommand(processEnv), args...)
+}
+
+// runCommand executes cmd in-process and returns stdout and the error main
+// would see; a command must not write to stderr itself.
+func runCommand(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)

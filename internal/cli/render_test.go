@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,16 +13,7 @@ import (
 
 func runRenderCommand(t *testing.T, processEnv deployid.MapEnv, args ...string) (string, error) {
 	t.Helper()
-	cmd := newRenderCommand(processEnv)
-	var stdout, stderr bytes.Buffer
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	if stderr.Len() > 0 {
-		t.Errorf("the command wrote to stderr itself (main does that): %q", stderr.String())
-	}
-	return stdout.String(), err
+	return runCommand(t, newRenderCommand(processEnv), args...)
 }
 
 func TestRenderNames(t *testing.T) {

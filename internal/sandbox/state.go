@@ -117,3 +117,16 @@ func running(st state) []procState {
 	}
 	return alive
 }
+
+// Pids reads the pid of every component recorded in DIR/state.json, by name.
+func Pids(dir string) (map[string]int, error) {
+	st, err := readState(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading the sandbox state: %w", err)
+	}
+	pids := make(map[string]int, len(st.Processes))
+	for _, p := range st.Processes {
+		pids[p.Name] = p.Pid
+	}
+	return pids, nil
+}

@@ -86,3 +86,30 @@ func logTails(t testing.TB, dir string) {
 		t.Logf("--- last lines of %s:\n%s", filepath.Base(l), strings.Join(lines, "\n"))
 	}
 }
+
+// Pids is sandbox.Pids, failing the test on error.
+func Pids(t testing.TB, dir string) map[string]int {
+	t.Helper()
+	pids, err := sandbox.Pids(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pids
+}
+
+// Eventually polls cond every 200ms until it holds, failing the test with the
+// last error after timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s (last error: %v)", what, timeout, lastErr)
+}

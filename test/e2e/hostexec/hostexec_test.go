@@ -5,7 +5,6 @@ package hostexec_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,7 +136,7 @@ func TestHostExecutedJobs(t *testing.T) {
 	}
 
 	// Stop ends the runner with the other components.
-	runner := statePid(t, s.Dir, "hostexec")
+	runner := sandboxtest.Pids(t, s.Dir)["hostexec"]
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +177,7 @@ func TestRunnerRestart(t *testing.T) {
 		return err == nil && p.Status.Phase == corev1.PodRunning && podReady(p) && sleepPid > 0
 	})
 
-	runner := statePid(t, s.Dir, "hostexec")
+	runner := sandboxtest.Pids(t, s.Dir)["hostexec"]
 	if err := syscall.Kill(runner, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -261,31 +260,6 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// statePid reads a component's pid from DIR/state.json.
-func statePid(t *testing.T, dir, name string) int {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		Processes []struct {
-			Name string `json:"name"`
-			Pid  int    `json:"pid"`
-		} `json:"processes"`
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range st.Processes {
-		if p.Name == name {
-			return p.Pid
-		}
-	}
-	t.Fatalf("state.json lists no %s: %s", name, data)
-	return 0
 }
 
 // alive: the pid exists and is not a zombie.

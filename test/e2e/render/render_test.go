@@ -90,7 +90,7 @@ func createOrUpdate(ctx context.Context, t *testing.T, c client.Client, obj clie
 func waitEstablished(ctx context.Context, t *testing.T, c client.Client, names []string) {
 	t.Helper()
 	for _, name := range names {
-		eventually(t, 60*time.Second, "CRD "+name+" Established", func() (bool, error) {
+		sandboxtest.Eventually(t, 60*time.Second, "CRD "+name+" Established", func() (bool, error) {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
 				return false, err
@@ -103,21 +103,6 @@ func waitEstablished(ctx context.Context, t *testing.T, c client.Client, names [
 			return false, nil
 		})
 	}
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(250 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s (last error: %v)", what, timeout, lastErr)
 }
 
 func TestStrategyIsAcceptedByTheAPIServer(t *testing.T) {
@@ -162,7 +147,7 @@ func TestStrategyIsAcceptedByTheAPIServer(t *testing.T) {
 		obj := o.DeepCopyObject().(client.Object)
 		kind := o.GetObjectKind().GroupVersionKind().Kind
 		// The RESTMapper learns the new CRDs lazily; retry "no matches for kind" briefly.
-		eventually(t, 30*time.Second, "dry-run create of "+kind+" "+o.GetName(), func() (bool, error) {
+		sandboxtest.Eventually(t, 30*time.Second, "dry-run create of "+kind+" "+o.GetName(), func() (bool, error) {
 			err := c.Create(ctx, obj, client.DryRunAll)
 			if err != nil && strings.Contains(err.Error(), "no matches for kind") {
 				obj = o.DeepCopyObject().(client.Object)
@@ -209,7 +194,7 @@ func testNodeRestriction(ctx context.Context, t *testing.T, admin client.Client,
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
 		return handler.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch))
 	}
-	eventually(t, 30*time.Second, "the policy denies a foreign label", func() (bool, error) {
+	sandboxtest.Eventually(t, 30*time.Second, "the policy denies a foreign label", func() (bool, error) {
 		err := label("example.com/foreign")
 		return err != nil && strings.Contains(err.Error(), "kubevirt-node-restriction-policy"), err
 	})

@@ -6,7 +6,6 @@ package run_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -80,7 +79,10 @@ func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 		return kv.Status.Phase == v1.KubeVirtPhaseDeploying, nil
 	})
 
-	pids := sandboxPids(t, dir)
+	pids := sandboxtest.Pids(t, dir)
+	if len(pids) < 5 {
+		t.Fatalf("state.json lists %d processes, want at least 5", len(pids))
+	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +98,9 @@ func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("sandbox dir %s still exists (%v)", dir, err)
 	}
-	for _, pid := range pids {
+	for name, pid := range pids {
 		if syscall.Kill(pid, 0) == nil {
-			t.Errorf("sandbox process %d still runs after Ctrl-C", pid)
+			t.Errorf("sandbox process %s (%d) still runs after Ctrl-C", name, pid)
 		}
 	}
 }
@@ -164,31 +166,6 @@ func allReady(nodes []corev1.Node) bool {
 		}
 	}
 	return true
-}
-
-// sandboxPids reads the pids the sandbox recorded in its state file.
-func sandboxPids(t *testing.T, dir string) []int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var state struct {
-		Processes []struct {
-			Pid int `json:"pid"`
-		} `json:"processes"`
-	}
-	if err := json.Unmarshal(b, &state); err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, p := range state.Processes {
-		pids = append(pids, p.Pid)
-	}
-	if len(pids) < 5 {
-		t.Fatalf("state.json lists %d processes, want 5", len(pids))
-	}
-	return pids
 }
 
 // prefixWriter sends the child's log to the test log.

@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -29,22 +28,6 @@ func clientFor(t *testing.T, s *sandbox.Sandbox) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// eventually polls cond every 200ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s (last error: %v)", what, timeout, lastErr)
 }
 
 func labels(app string) map[string]string { return map[string]string{"app": app} }
@@ -84,7 +67,7 @@ func TestNodesDaemonSetAndStop(t *testing.T) {
 	if _, err := c.AppsV1().DaemonSets("default").Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "DaemonSet with 20 ready pods", func() (bool, error) {
+	sandboxtest.Eventually(t, 60*time.Second, "DaemonSet with 20 ready pods", func() (bool, error) {
 		got, err := c.AppsV1().DaemonSets("default").Get(ctx, "ds", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -102,12 +85,12 @@ func TestNodesDaemonSetAndStop(t *testing.T) {
 			t.Errorf("after CreateNodes: %v", err)
 		}
 	}
-	eventually(t, 30*time.Second, "DaemonSet with 22 ready pods", func() (bool, error) {
+	sandboxtest.Eventually(t, 30*time.Second, "DaemonSet with 22 ready pods", func() (bool, error) {
 		got, err := c.AppsV1().DaemonSets("default").Get(ctx, "ds", metav1.GetOptions{})
 		return err == nil && got.Status.NumberReady == 22, err
 	})
 
-	pids := statePids(t, s.Dir)
+	pids := sandboxtest.Pids(t, s.Dir)
 	start = time.Now()
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
@@ -121,32 +104,6 @@ func TestNodesDaemonSetAndStop(t *testing.T) {
 	if _, err := os.Stat(s.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s still exists after Stop: %v", s.Dir, err)
 	}
-}
-
-// statePids reads the pids from DIR/state.json.
-func statePids(t *testing.T, dir string) map[string]int {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		Processes []struct {
-			Name string `json:"name"`
-			Pid  int    `json:"pid"`
-		} `json:"processes"`
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
-	pids := map[string]int{}
-	for _, p := range st.Processes {
-		pids[p.Name] = p.Pid
-	}
-	if len(pids) != 5 {
-		t.Fatalf("state.json lists %v, want 5 processes", pids)
-	}
-	return pids
 }
 
 // alive: the pid exists and is not a zombie.
@@ -212,7 +169,7 @@ func TestCrashLoopInTwoSandboxes(t *testing.T) {
 	if !podReady(normal) || normal.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("normal pod: Ready %v, status %+v", podReady(normal), normal.Status.ContainerStatuses)
 	}
-	eventually(t, 20*time.Second, "pod Ready in second sandbox", func() (bool, error) {
+	sandboxtest.Eventually(t, 20*time.Second, "pod Ready in second sandbox", func() (bool, error) {
 		p, err := c2.CoreV1().Pods("default").Get(ctx, "other", metav1.GetOptions{})
 		return err == nil && podReady(p), err
 	})
