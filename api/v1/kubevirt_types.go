@@ -15,6 +15,7 @@ import (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.targetKubeVirtVersion`
 // +kubebuilder:printcolumn:name="Observed",type=string,JSONPath=`.status.observedKubeVirtVersion`
+// +kubebuilder:printcolumn:name="Handler",type=string,JSONPath=`.status.handlerRollout.phase`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,priority=1
 type KubeVirt struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -296,6 +297,9 @@ type HandlerRolloutStatus struct {
 	StartedAt     *metav1.Time `json:"startedAt,omitempty"`
 	PhaseChangeAt *metav1.Time `json:"phaseChangeAt,omitempty"`
 	Message       string       `json:"message,omitempty"`
+	// TargetID is the deployment ID this rollout goes to; a Failed rollout
+	// holds for it until the target changes.
+	TargetID string `json:"targetID,omitempty"`
 }
 
 // KubeVirtConditionType names a condition on the KubeVirt CR.

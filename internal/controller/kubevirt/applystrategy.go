@@ -50,6 +50,14 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 	applier := &apply.Applier{Client: r.Client}
 	steps := apply.Steps(desired, apply.ChoosePath(kv.Status.TargetKubeVirtVersion, kv.Status.ObservedKubeVirtVersion))
 	for i, step := range steps {
+		if step.Name == apply.StepVirtHandler {
+			done, requeue, err := r.syncHandlerStep(ctx, kv, step, live)
+			out.RecheckAfter = minPositive(out.RecheckAfter, requeue)
+			if err != nil || !done {
+				return out, err
+			}
+			continue
+		}
 		writes := apply.Writes(apply.Plan(step.Objects, live, kv.Status.Generations))
 		if len(writes) > 0 {
 			log.FromContext(ctx).Info("applying", "step", step.Name, "writes", len(writes), "first", describe(writes[0]))

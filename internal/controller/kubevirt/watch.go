@@ -42,7 +42,7 @@ func CachedNamespacedKinds() []client.Object {
 	return []client.Object{
 		&appsv1.Deployment{}, &appsv1.DaemonSet{}, &policyv1.PodDisruptionBudget{},
 		&corev1.Service{}, &corev1.Secret{}, &corev1.ConfigMap{},
-		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &batchv1.Job{}, &corev1.Pod{},
+		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &batchv1.Job{}, &corev1.Pod{}, &appsv1.ControllerRevision{},
 	}
 }
 
@@ -58,6 +58,11 @@ func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 	// makes the operator regenerate the strategy.
 	b = b.Watches(&batchv1.Job{}, toActive, managed)
 	b = b.Watches(&corev1.ServiceAccount{}, toActive)
+	// virt-handler's pods: the canary widens the moment its pod is Ready and
+	// fails the moment it restarts, not at the next resync.
+	b = b.Watches(&corev1.Pod{}, toActive, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[metadata.AppLabel] == "virt-handler"
+	})))
 	return b
 }
 

@@ -1,0 +1,186 @@
+package kubevirt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/rollout"
+)
+
+// The canary deletes old virt-handler pods and reads the DaemonSet's history
+// to roll a bad version back.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch
+
+// ReasonHandlerRolloutFailed: the virt-handler canary crashed and was rolled back.
+const ReasonHandlerRolloutFailed = "HandlerRolloutFailed"
+
+// syncHandlerStep runs the canary for every DaemonSet of the virt-handler step.
+func (r *Reconciler) syncHandlerStep(ctx context.Context, kv *v1.KubeVirt, step apply.Step, live map[apply.ObjectRef]client.Object) (bool, time.Duration, error) {
+	_, daemonSets := step.Workloads()
+	allDone, requeue := true, time.Duration(0)
+	for _, ds := range daemonSets {
+		done, after, err := r.syncHandler(ctx, kv, ds, live)
+		if err != nil {
+			return false, 0, err
+		}
+		allDone, requeue = allDone && done, minPositive(requeue, after)
+	}
+	return allDone, requeue, nil
+}
+
+// syncHandler drives the virt-handler DaemonSet through the canary rollout
+// (internal/rollout decides; this function only reads and writes). It reports
+// whether the DaemonSet has rolled over to the target.
+func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *appsv1.DaemonSet, live map[apply.ObjectRef]client.Object) (bool, time.Duration, error) {
+	applier := &apply.Applier{Client: r.Client}
+	action := apply.Plan([]client.Object{desired}, live, kv.Status.Generations)[0]
+	liveDS, _ := live[apply.RefOf(desired)].(*appsv1.DaemonSet)
+	if liveDS == nil { // a new DaemonSet needs no canary
+		gens, err := applier.Apply(ctx, []apply.Action{action})
+		kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)
+		return false, 0, err
+	}
+	target := metadata.TargetFromStatus(&kv.Status)
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(liveDS.Namespace), client.MatchingLabels(desired.Spec.Selector.MatchLabels)); err != nil {
+		return false, 0, err
+	}
+	stored := kv.Status.HandlerRollout
+	var state *rollout.State
+	if stored != nil {
+		state = rollout.StateFromStatus(stored, stored.TargetID)
+	}
+	want := action.Object.(*appsv1.DaemonSet)
+	obs := rollout.Observation{
+		DaemonSet:         liveDS,
+		Pods:              pods.Items,
+		Target:            target,
+		Previous:          state,
+		SpecChanged:       liveDS.Annotations[apply.DesiredHashAnnotation] != want.Annotations[apply.DesiredHashAnnotation],
+		GenerationUnknown: recordedGeneration(kv.Status.Generations, liveDS) != liveDS.Generation,
+		Now:               r.Clock.Now(),
+	}
+	d, err := rollout.Plan(obs, rollout.DefaultPolicy())
+	if err != nil {
+		return false, 0, err
+	}
+	if err := r.writeHandler(ctx, kv, want, liveDS, d, obs.SpecChanged, applier); err != nil {
+		return false, 0, err
+	}
+	for _, name := range d.DeletePods {
+		pod := &corev1.Pod{}
+		pod.Namespace, pod.Name = liveDS.Namespace, name
+		if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return false, 0, fmt.Errorf("deleting virt-handler pod %s for the canary: %w", name, err)
+		}
+	}
+	r.recordHandlerDecision(ctx, kv, d)
+	done := d.Done && apply.DaemonSetRolledOver(liveDS, target)
+	return done, d.RequeueAfter, nil
+}
+
+// writeHandler writes the desired template with the decided update strategy
+// in one write (so a template never lands under a strategy that would spread
+// it), or the previous template on a rollback; nothing when all is in place.
+func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, want, liveDS *appsv1.DaemonSet, d rollout.Decision, specChanged bool, applier *apply.Applier) error {
+	obj := want.DeepCopy()
+	obj.Spec.UpdateStrategy = liveDS.Spec.UpdateStrategy
+	if d.UpdateStrategy != nil {
+		obj.Spec.UpdateStrategy = *d.UpdateStrategy
+	}
+	rolledBack := false
+	if d.Rollback {
+		previous, err := r.previousHandlerTemplate(ctx, liveDS, metadata.TargetFromStatus(&kv.Status))
+		if err != nil {
+			return err
+		}
+		if previous != nil {
+			obj.Spec.Template = *previous
+			rolledBack = liveDS.Spec.Template.Annotations[metadata.InstallStrategyIdentifierAnnotation] != previous.Annotations[metadata.InstallStrategyIdentifierAnnotation]
+		}
+	}
+	if !specChanged && !rolledBack && rollout.SameStrategy(obj.Spec.UpdateStrategy, liveDS.Spec.UpdateStrategy) {
+		if d.RecordGeneration {
+			kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, []v1.GenerationStatus{handlerGeneration(liveDS)})
+		}
+		return nil
+	}
+	log.FromContext(ctx).Info("writing virt-handler", "phase", d.Phase, "strategy", rollout.StrategyString(obj.Spec.UpdateStrategy), "rollback", rolledBack)
+	gens, err := applier.Apply(ctx, []apply.Action{{Op: apply.OpUpdate, Object: obj, Live: liveDS, Reason: "canary rollout " + string(d.Phase)}})
+	kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)
+	return err
+}
+
+// recordHandlerDecision puts the rollout into status, events and conditions.
+func (r *Reconciler) recordHandlerDecision(ctx context.Context, kv *v1.KubeVirt, d rollout.Decision) {
+	if d.Status != nil {
+		st := d.Status.DeepCopy()
+		st.TargetID = d.State.TargetID
+		kv.Status.HandlerRollout = st
+	}
+	if d.Event != nil && r.Recorder != nil {
+		r.Recorder.Eventf(kv, nil, d.Event.Type, d.Event.Reason, "HandlerRollout", "%s", d.Event.Message)
+		log.FromContext(ctx).Info("virt-handler rollout", "phase", d.Phase, "event", d.Event.Message)
+	}
+	switch {
+	case d.Phase == rollout.PhaseFailed:
+		msg := "virt-handler rollout failed and was rolled back"
+		if d.Status != nil && d.Status.Message != "" {
+			msg = d.Status.Message
+		}
+		kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: ReasonHandlerRolloutFailed, Message: msg}, r.now())
+	case d.Degraded != "":
+		kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: "HandlerRolloutStuck", Message: d.Degraded}, r.now())
+	}
+}
+
+// previousHandlerTemplate is the newest template in the DaemonSet's history
+// that is not the target's: what a failed canary rolls back to.
+func (r *Reconciler) previousHandlerTemplate(ctx context.Context, ds *appsv1.DaemonSet, target metadata.Target) (*corev1.PodTemplateSpec, error) {
+	revs := &appsv1.ControllerRevisionList{}
+	if err := r.Client.List(ctx, revs, client.InNamespace(ds.Namespace), client.MatchingLabels(ds.Spec.Selector.MatchLabels)); err != nil {
+		return nil, err
+	}
+	sort.Slice(revs.Items, func(i, j int) bool { return revs.Items[i].Revision > revs.Items[j].Revision })
+	for _, rev := range revs.Items {
+		var patch struct {
+			Spec struct {
+				Template corev1.PodTemplateSpec `json:"template"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(rev.Data.Raw, &patch); err != nil {
+			continue
+		}
+		tmpl := patch.Spec.Template
+		if tmpl.Annotations[metadata.InstallStrategyIdentifierAnnotation] != target.ID && len(tmpl.Spec.Containers) > 0 {
+			return &tmpl, nil
+		}
+	}
+	return nil, nil
+}
+
+func recordedGeneration(gens []v1.GenerationStatus, ds *appsv1.DaemonSet) int64 {
+	for _, g := range gens {
+		if g.Resource == "daemonsets" && g.Namespace == ds.Namespace && g.Name == ds.Name {
+			return g.LastGeneration
+		}
+	}
+	return -1
+}
+
+func handlerGeneration(ds *appsv1.DaemonSet) v1.GenerationStatus {
+	return v1.GenerationStatus{Group: "apps", Resource: "daemonsets", Namespace: ds.Namespace, Name: ds.Name,
+		LastGeneration: ds.Generation, Hash: ds.Annotations[apply.DesiredHashAnnotation]}
+}

@@ -1,0 +1,153 @@
+package install_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/rollout"
+)
+
+// handlerWatch records, by polling fast, which nodes ever ran a virt-handler
+// pod with a given image suffix and when the first such pod was Ready.
+type handlerWatch struct {
+	mu         sync.Mutex
+	nodes      map[string]bool
+	firstReady time.Time
+	// updatedBeforeCanaryReady counts pods on the new version seen before the
+	// first one was Ready (the canary itself is one).
+	updatedBeforeCanaryReady int
+	strategies               []string
+}
+
+func (e *env) watchHandler(ctx context.Context, suffix string) *handlerWatch {
+	w := &handlerWatch{nodes: map[string]bool{}}
+	go func() {
+		_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			pods := &corev1.PodList{}
+			if err := e.c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{metadata.AppLabel: "virt-handler"}); err != nil {
+				return false, nil
+			}
+			ds, err := e.tryDaemonSet(ctx, "virt-handler")
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if err == nil {
+				s := rollout.StrategyString(ds.Spec.UpdateStrategy)
+				if n := len(w.strategies); n == 0 || w.strategies[n-1] != s {
+					w.strategies = append(w.strategies, s)
+				}
+			}
+			updated := 0
+			for _, p := range pods.Items {
+				if !strings.HasSuffix(p.Spec.Containers[0].Image, suffix) || p.Spec.NodeName == "" {
+					continue
+				}
+				updated++
+				w.nodes[p.Spec.NodeName] = true
+				if w.firstReady.IsZero() && metadata.PodIsReady(&p) {
+					w.firstReady = time.Now()
+				}
+			}
+			if w.firstReady.IsZero() && updated > w.updatedBeforeCanaryReady {
+				w.updatedBeforeCanaryReady = updated
+			}
+			return false, nil
+		})
+	}()
+	return w
+}
+
+// A healthy upgrade holds at one canary pod until it has baked, then widens;
+// a version whose pods crash seconds after Ready fails at the canary, is
+// rolled back, and never reaches a second node.
+func TestHandlerCanary(t *testing.T) {
+	e := startEnv(t, 20)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	e.createKubeVirt(v1.KubeVirtSpec{})
+	first := e.waitAvailable(3 * time.Minute)
+
+	t.Run("a healthy version: one canary pod, then the fast step, then done", func(t *testing.T) {
+		w := e.watchHandler(ctx, ":v1.7.0")
+		start := time.Now()
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+		e.eventually("observed == target", 3*time.Minute, func() (bool, error) {
+			kv := e.kubeVirt()
+			return kv.Status.ObservedDeploymentID != first.Status.ObservedDeploymentID && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
+		})
+		t.Logf("upgrade with canary on 20 nodes: %v", time.Since(start).Round(100*time.Millisecond))
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.updatedBeforeCanaryReady > 1 {
+			t.Fatalf("%d pods ran the new version before the canary was Ready", w.updatedBeforeCanaryReady)
+		}
+		if len(w.nodes) != 20 {
+			t.Fatalf("the new version reached %d of 20 nodes", len(w.nodes))
+		}
+		joined := strings.Join(w.strategies, " → ")
+		if !strings.Contains(joined, "OnDelete") || !strings.Contains(joined, "10%") || !strings.HasPrefix(joined, "maxUnavailable 1 →") || !strings.HasSuffix(joined, "→ maxUnavailable 1") {
+			t.Fatalf("update strategies seen: %s", joined)
+		}
+		t.Logf("strategies: %s", joined)
+		if p := e.kubeVirt().Status.HandlerRollout; p == nil || p.Phase != string(rollout.PhaseSuccessful) {
+			t.Fatalf("handlerRollout = %+v, want Successful", p)
+		}
+	})
+
+	t.Run("a crash-looping version fails at the canary and is rolled back", func(t *testing.T) {
+		before := e.kubeVirt()
+		w := e.watchHandler(ctx, "-crashloop")
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.8.0-crashloop" })
+		e.eventually("the rollout Failed", 2*time.Minute, func() (bool, error) {
+			p := e.kubeVirt().Status.HandlerRollout
+			return p != nil && p.Phase == string(rollout.PhaseFailed), nil
+		})
+		e.eventually("virt-handler back on the previous version everywhere", 2*time.Minute, func() (bool, error) {
+			ds := e.daemonSet("virt-handler")
+			pods := &corev1.PodList{}
+			if err := e.c.List(context.Background(), pods, client.InNamespace(namespace), client.MatchingLabels{metadata.AppLabel: "virt-handler"}); err != nil {
+				return false, err
+			}
+			for _, p := range pods.Items {
+				if strings.HasSuffix(p.Spec.Containers[0].Image, "-crashloop") {
+					return false, nil
+				}
+			}
+			return strings.HasSuffix(ds.Spec.Template.Spec.Containers[0].Image, ":v1.7.0") && len(pods.Items) == 20, nil
+		})
+		time.Sleep(3 * time.Second) // nothing spreads afterwards either
+		w.mu.Lock()
+		nodes := len(w.nodes)
+		w.mu.Unlock()
+		if nodes > 1 {
+			t.Fatalf("the bad version ran on %d nodes", nodes)
+		}
+		kv := e.kubeVirt()
+		if !conditionTrue(kv, v1.KubeVirtConditionAvailable) || !conditionTrue(kv, v1.KubeVirtConditionDegraded) {
+			t.Fatalf("want Available and Degraded, got %+v", kv.Status.Conditions)
+		}
+		if kv.Status.ObservedKubeVirtVersion != before.Status.ObservedKubeVirtVersion {
+			t.Fatalf("observed version moved to %s", kv.Status.ObservedKubeVirtVersion)
+		}
+		events := &eventsv1.EventList{}
+		if err := e.c.List(context.Background(), events, client.InNamespace(namespace)); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, ev := range events.Items {
+			found = found || (ev.Type == corev1.EventTypeWarning && ev.Reason == rollout.ReasonFailedUpdate)
+		}
+		if !found {
+			t.Fatal("no Warning event FailedUpdate")
+		}
+	})
+}
