@@ -69,10 +69,11 @@ run: cluster-bins build
 	bin/virt-operator sandbox run --dir $(SANDBOX_DIR) --nodes $(NODES) --sample config/samples/kubevirt.yaml
 
 # Go benchmarks of the pure code, then the operator's lifecycle on a sandbox
-# (install, upgrade and uninstall times, and the operator's peak memory).
+# (install, upgrade and uninstall times, and the operator's peak memory), and the
+# virt-handler canary on 200 nodes next to a plain DaemonSet rolling update.
 bench: cluster-bins
 	go test -run '^$$' -bench . -benchmem ./internal/...
-	go test -run '^$$' -bench Lifecycle -benchtime 1x -timeout 20m ./test/e2e/install/
+	go test -run '^$$' -bench 'Lifecycle|HandlerCanary200' -benchtime 1x -timeout 30m ./test/e2e/install/
 
 clean:
 	rm -rf bin $(SANDBOX_DIR)

@@ -3,6 +3,7 @@ package v1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // KubeVirt is the cluster's one KubeVirt installation: the operator installs,
@@ -81,6 +82,31 @@ type KubeVirtSpec struct {
 
 	// SynchronizationPort is the port of virt-synchronization-controller (default 9185).
 	SynchronizationPort string `json:"synchronizationPort,omitempty"`
+
+	// HandlerRollout tunes the virt-handler canary upgrade (not in upstream's API;
+	// upstream hard-codes 1 pod, then 10%).
+	HandlerRollout *HandlerRolloutPolicy `json:"handlerRollout,omitempty"`
+}
+
+// HandlerRolloutPolicy tunes the virt-handler canary: CanarySize pods are
+// updated first and must stay Ready with no restart for BakeTime before the
+// rollout widens to FastStep; a phase older than ProgressDeadline sets Degraded.
+type HandlerRolloutPolicy struct {
+	// CanarySize is how many nodes get the new virt-handler first (default 1).
+	// +kubebuilder:validation:Minimum=1
+	CanarySize *int32 `json:"canarySize,omitempty"`
+	// FastStep is maxUnavailable once the canary has baked: a count or a percentage (default 10%).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern=`^([1-9][0-9]*|([1-9][0-9]?|100)%)$`
+	FastStep *intstr.IntOrString `json:"fastStep,omitempty"`
+	// BakeTime is how long the canary must stay Ready with no restart (default 10s), a Go duration.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	BakeTime *metav1.Duration `json:"bakeTime,omitempty"`
+	// ProgressDeadline is how long one phase may last before Degraded says where it is stuck (default 10m).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 }
 
 // WorkloadUpdateMethod is one way to move a VMI onto new components.

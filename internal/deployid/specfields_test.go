@@ -104,6 +104,9 @@ var specClassification = map[string][]specEdit{
 			s.WorkloadUpdateStrategy.BatchEvictionInterval = &metav1.Duration{Duration: time.Minute}
 		}),
 	},
+	"handlerRollout": {
+		out("canary policy", func(s *v1.KubeVirtSpec) { s.HandlerRollout = &v1.HandlerRolloutPolicy{CanarySize: ptr(int32(2))} }),
+	},
 	"certificateRotateStrategy": {
 		out("selfSigned", func(s *v1.KubeVirtSpec) {
 			s.CertificateRotateStrategy.SelfSigned = &v1.KubeVirtSelfSignConfiguration{

@@ -7,6 +7,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	apiv1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
 type want struct {
@@ -167,10 +171,10 @@ func TestPolicyValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for field, mut := range map[string]func(*Policy){
-		"canarySize":    func(p *Policy) { p.CanarySize = 0 },
-		"fastStep":      func(p *Policy) { p.FastStep.StrVal = "10" },
-		"bakeTime":      func(p *Policy) { p.BakeTime = -time.Second },
-		"phaseDeadline": func(p *Policy) { p.PhaseDeadline = 0 },
+		"canarySize":       func(p *Policy) { p.CanarySize = 0 },
+		"fastStep":         func(p *Policy) { p.FastStep.StrVal = "10" },
+		"bakeTime":         func(p *Policy) { p.BakeTime = -time.Second },
+		"progressDeadline": func(p *Policy) { p.PhaseDeadline = 0 },
 	} {
 		p := DefaultPolicy()
 		mut(&p)
@@ -184,5 +188,25 @@ func TestPolicyValidate(t *testing.T) {
 	}
 	if _, err := Plan(Observation{}, DefaultPolicy()); err == nil {
 		t.Error("Plan without a DaemonSet")
+	}
+}
+
+func TestPolicyFromSpec(t *testing.T) {
+	p, err := PolicyFrom(nil)
+	if err != nil || p != DefaultPolicy() {
+		t.Fatalf("PolicyFrom(nil) = %+v, %v; want the defaults", p, err)
+	}
+	size := int32(3)
+	step := intstr.FromString("25%")
+	p, err = PolicyFrom(&apiv1.HandlerRolloutPolicy{CanarySize: &size, FastStep: &step, BakeTime: &metav1.Duration{Duration: time.Minute}})
+	if err != nil || p.CanarySize != 3 || p.FastStep != step || p.BakeTime != time.Minute {
+		t.Fatalf("PolicyFrom = %+v, %v", p, err)
+	}
+	zero := int32(0)
+	if _, err := PolicyFrom(&apiv1.HandlerRolloutPolicy{CanarySize: &zero}); err == nil || !strings.Contains(err.Error(), "spec.handlerRollout: canarySize") {
+		t.Fatalf("a zero canary size gave %v", err)
+	}
+	if _, err := PolicyFrom(&apiv1.HandlerRolloutPolicy{ProgressDeadline: &metav1.Duration{Duration: time.Second}}); err == nil || !strings.Contains(err.Error(), "progressDeadline") {
+		t.Fatalf("a deadline shorter than the bake gave %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	apiv1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
 // Phase of the virt-handler rollout, as written to status.handlerRollout.phase.
@@ -84,10 +86,10 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("bakeTime: must not be negative, got %s", p.BakeTime)
 	}
 	if p.PhaseDeadline <= 0 {
-		return fmt.Errorf("phaseDeadline: must be positive, got %s", p.PhaseDeadline)
+		return fmt.Errorf("progressDeadline: must be positive, got %s", p.PhaseDeadline)
 	}
 	if p.PhaseDeadline <= p.BakeTime {
-		return fmt.Errorf("phaseDeadline: must exceed bakeTime (%s), got %s", p.BakeTime, p.PhaseDeadline)
+		return fmt.Errorf("progressDeadline: must exceed bakeTime (%s), got %s", p.BakeTime, p.PhaseDeadline)
 	}
 	return nil
 }
@@ -142,4 +144,28 @@ func StrategyString(s appsv1.DaemonSetUpdateStrategy) string {
 	}
 	mu := maxUnavailable(s)
 	return "maxUnavailable " + mu.String()
+}
+
+// PolicyFrom is the policy spec.handlerRollout asks for: DefaultPolicy with
+// the fields it sets, validated, so an error names the field.
+func PolicyFrom(spec *apiv1.HandlerRolloutPolicy) (Policy, error) {
+	p := DefaultPolicy()
+	if spec != nil {
+		if spec.CanarySize != nil {
+			p.CanarySize = int(*spec.CanarySize)
+		}
+		if spec.FastStep != nil {
+			p.FastStep = *spec.FastStep
+		}
+		if spec.BakeTime != nil {
+			p.BakeTime = spec.BakeTime.Duration
+		}
+		if spec.ProgressDeadline != nil {
+			p.PhaseDeadline = spec.ProgressDeadline.Duration
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("spec.handlerRollout: %w", err)
+	}
+	return p, nil
 }

@@ -27,6 +27,9 @@ func TestKubeVirtCRDRejectsBadInput(t *testing.T) {
 		{"unknown uninstallStrategy", `uninstallStrategy: DeleteEverything`, "spec.uninstallStrategy"},
 		{"unknown customizeComponents patch type", `customizeComponents: {patches: [{resourceName: virt-api, resourceType: Deployment, patch: "{}", type: xml}]}`, "spec.customizeComponents.patches[0].type"},
 		{"zero infra replicas", `infra: {replicas: 0}`, "spec.infra.replicas"},
+		{"zero canary size", `handlerRollout: {canarySize: 0}`, "spec.handlerRollout.canarySize"},
+		{"fast step not a count or percentage", `handlerRollout: {fastStep: "ten"}`, "spec.handlerRollout.fastStep"},
+		{"bake time not a duration", `handlerRollout: {bakeTime: "a while"}`, "spec.handlerRollout.bakeTime"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,6 +52,7 @@ func TestKubeVirtCRDAcceptsValidInput(t *testing.T) {
 workloadUpdateStrategy: {workloadUpdateMethods: [LiveMigrate, Evict], batchEvictionSize: 1, batchEvictionInterval: 1m30s}
 imagePullPolicy: Always
 uninstallStrategy: RemoveWorkloads
+handlerRollout: {canarySize: 2, fastStep: 25%, bakeTime: 30s, progressDeadline: 15m}
 configuration: {someFutureSetting: {kept: true}}`)
 	if err := k8s.Create(ctx, kv); err != nil {
 		t.Fatalf("valid KubeVirt refused: %v", err)

@@ -72,7 +72,12 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		GenerationUnknown: recordedGeneration(kv.Status.Generations, liveDS) != liveDS.Generation,
 		Now:               r.Clock.Now(),
 	}
-	d, err := rollout.Plan(obs, rollout.DefaultPolicy())
+	policy, err := rollout.PolicyFrom(kv.Spec.HandlerRollout)
+	if err != nil {
+		r.fail(kv, ReasonInvalidConfig, err.Error())
+		return false, 0, nil // a spec change brings the operator back
+	}
+	d, err := rollout.Plan(obs, policy)
 	if err != nil {
 		return false, 0, err
 	}

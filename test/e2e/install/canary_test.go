@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,6 +136,9 @@ func TestHandlerCanary(t *testing.T) {
 		if !conditionTrue(kv, v1.KubeVirtConditionAvailable) || !conditionTrue(kv, v1.KubeVirtConditionDegraded) {
 			t.Fatalf("want Available and Degraded, got %+v", kv.Status.Conditions)
 		}
+		if d := condition(kv, v1.KubeVirtConditionDegraded); d == nil || !strings.Contains(d.Message, "on node node-") || !strings.Contains(d.Message, "pod virt-handler-") {
+			t.Fatalf("Degraded does not name the node and pod: %+v", d)
+		}
 		if kv.Status.ObservedKubeVirtVersion != before.Status.ObservedKubeVirtVersion {
 			t.Fatalf("observed version moved to %s", kv.Status.ObservedKubeVirtVersion)
 		}
@@ -149,5 +153,46 @@ func TestHandlerCanary(t *testing.T) {
 		if !found {
 			t.Fatal("no Warning event FailedUpdate")
 		}
+	})
+}
+
+// The operator SIGKILLed during the canary's bake resumes on the same canary
+// node (it does not restart the canary), and killed again while the rollout
+// widens, still converges.
+func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
+	e := startEnvWithoutOperator(t, 8)
+	p := &operatorProcess{t: t, kubeconfig: e.sb.Kubeconfig()}
+	p.start()
+	t.Cleanup(p.kill)
+	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: 25 * time.Second}}})
+	first := e.waitAvailable(3 * time.Minute)
+
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+	var canary *v1.HandlerRolloutStatus
+	e.eventually("the canary baking", time.Minute, func() (bool, error) {
+		canary = e.kubeVirt().Status.HandlerRollout
+		return canary != nil && canary.Phase == string(rollout.PhaseCanary) && canary.CanaryNode != "", nil
+	})
+	p.kill()
+	t.Logf("killed during the canary on %s", canary.CanaryNode)
+	p.start()
+
+	e.eventually("the rollout widening", 2*time.Minute, func() (bool, error) {
+		st := e.kubeVirt().Status.HandlerRollout
+		if st == nil {
+			return false, nil
+		}
+		if st.CanaryNode != canary.CanaryNode {
+			t.Fatalf("the canary moved from %s to %s after the restart", canary.CanaryNode, st.CanaryNode)
+		}
+		return st.Phase == string(rollout.PhaseIncreasing) || st.Phase == string(rollout.PhaseWaiting) || st.Phase == string(rollout.PhaseSuccessful), nil
+	})
+	p.kill()
+	p.start()
+	e.eventually("the upgrade to converge", 3*time.Minute, func() (bool, error) {
+		kv := e.kubeVirt()
+		return kv.Status.ObservedDeploymentID != first.Status.ObservedDeploymentID &&
+			kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
+			kv.Status.HandlerRollout != nil && kv.Status.HandlerRollout.Phase == string(rollout.PhaseSuccessful), nil
 	})
 }
