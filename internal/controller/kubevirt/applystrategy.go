@@ -29,6 +29,9 @@ type applyOutcome struct {
 	RecheckAfter time.Duration
 	// Desired is the strategy as written, for the orphan cleanup.
 	Desired *strategy.Strategy
+	// ProblemReason and ProblemMessage explain a rollout that cannot progress
+	// (a failed or stuck virt-handler canary): Degraded says so.
+	ProblemReason, ProblemMessage string
 }
 
 // applyStrategy writes the target's objects step by step (prerequisites, then
@@ -51,9 +54,10 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 	steps := apply.Steps(desired, apply.ChoosePath(kv.Status.TargetKubeVirtVersion, kv.Status.ObservedKubeVirtVersion))
 	for i, step := range steps {
 		if step.Name == apply.StepVirtHandler {
-			done, requeue, err := r.syncHandlerStep(ctx, kv, step, live)
-			out.RecheckAfter = minPositive(out.RecheckAfter, requeue)
-			if err != nil || !done {
+			handler, err := r.syncHandlerStep(ctx, kv, step, live)
+			out.RecheckAfter = minPositive(out.RecheckAfter, handler.RequeueAfter)
+			out.ProblemReason, out.ProblemMessage = handler.Reason, handler.Message
+			if err != nil || !handler.Done {
 				return out, err
 			}
 			continue

@@ -23,39 +23,47 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch
 
-// ReasonHandlerRolloutFailed: the virt-handler canary crashed and was rolled back.
-const ReasonHandlerRolloutFailed = "HandlerRolloutFailed"
+// Reasons of the Degraded condition the virt-handler rollout sets.
+const (
+	// ReasonHandlerRolloutFailed: the virt-handler canary crashed and was rolled back.
+	ReasonHandlerRolloutFailed = "HandlerRolloutFailed"
+	// ReasonHandlerRolloutStuck: a rollout phase outlived spec.handlerRollout.progressDeadline.
+	ReasonHandlerRolloutStuck = "HandlerRolloutStuck"
+)
 
 // syncHandlerStep runs the canary for every DaemonSet of the virt-handler step.
-func (r *Reconciler) syncHandlerStep(ctx context.Context, kv *v1.KubeVirt, step apply.Step, live map[apply.ObjectRef]client.Object) (bool, time.Duration, error) {
+func (r *Reconciler) syncHandlerStep(ctx context.Context, kv *v1.KubeVirt, step apply.Step, live map[apply.ObjectRef]client.Object) (handlerOutcome, error) {
 	_, daemonSets := step.Workloads()
-	allDone, requeue := true, time.Duration(0)
+	all := handlerOutcome{Done: true}
 	for _, ds := range daemonSets {
-		done, after, err := r.syncHandler(ctx, kv, ds, live)
+		o, err := r.syncHandler(ctx, kv, ds, live)
 		if err != nil {
-			return false, 0, err
+			return handlerOutcome{}, err
 		}
-		allDone, requeue = allDone && done, minPositive(requeue, after)
+		all.Done, all.RequeueAfter = all.Done && o.Done, minPositive(all.RequeueAfter, o.RequeueAfter)
+		if all.Reason == "" {
+			all.Reason, all.Message = o.Reason, o.Message
+		}
 	}
-	return allDone, requeue, nil
+	return all, nil
 }
 
 // syncHandler drives the virt-handler DaemonSet through the canary rollout
 // (internal/rollout decides; this function only reads and writes). It reports
 // whether the DaemonSet has rolled over to the target.
-func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *appsv1.DaemonSet, live map[apply.ObjectRef]client.Object) (bool, time.Duration, error) {
+func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *appsv1.DaemonSet, live map[apply.ObjectRef]client.Object) (handlerOutcome, error) {
 	applier := &apply.Applier{Client: r.Client}
 	action := apply.Plan([]client.Object{desired}, live, kv.Status.Generations)[0]
 	liveDS, _ := live[apply.RefOf(desired)].(*appsv1.DaemonSet)
 	if liveDS == nil { // a new DaemonSet needs no canary
 		gens, err := applier.Apply(ctx, []apply.Action{action})
 		kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)
-		return false, 0, err
+		return handlerOutcome{}, err
 	}
 	target := metadata.TargetFromStatus(&kv.Status)
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(liveDS.Namespace), client.MatchingLabels(desired.Spec.Selector.MatchLabels)); err != nil {
-		return false, 0, err
+		return handlerOutcome{}, err
 	}
 	stored := kv.Status.HandlerRollout
 	var state *rollout.State
@@ -73,27 +81,35 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		Now:               r.Clock.Now(),
 	}
 	policy, err := rollout.PolicyFrom(kv.Spec.HandlerRollout)
-	if err != nil {
-		r.fail(kv, ReasonInvalidConfig, err.Error())
-		return false, 0, nil // a spec change brings the operator back
+	if err != nil { // a spec change brings the operator back
+		return handlerOutcome{Reason: ReasonInvalidConfig, Message: err.Error()}, nil
 	}
 	d, err := rollout.Plan(obs, policy)
 	if err != nil {
-		return false, 0, err
+		return handlerOutcome{}, err
 	}
 	if err := r.writeHandler(ctx, kv, want, liveDS, d, obs.SpecChanged, applier); err != nil {
-		return false, 0, err
+		return handlerOutcome{}, err
 	}
 	for _, name := range d.DeletePods {
 		pod := &corev1.Pod{}
 		pod.Namespace, pod.Name = liveDS.Namespace, name
 		if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-			return false, 0, fmt.Errorf("deleting virt-handler pod %s for the canary: %w", name, err)
+			return handlerOutcome{}, fmt.Errorf("deleting virt-handler pod %s for the canary: %w", name, err)
 		}
 	}
 	r.recordHandlerDecision(ctx, kv, d)
 	done := d.Done && apply.DaemonSetRolledOver(liveDS, target)
-	return done, d.RequeueAfter, nil
+	reason, message := handlerProblem(d)
+	return handlerOutcome{Done: done, RequeueAfter: d.RequeueAfter, Reason: reason, Message: message}, nil
+}
+
+// handlerOutcome is where one virt-handler DaemonSet's rollout stands.
+type handlerOutcome struct {
+	Done         bool
+	RequeueAfter time.Duration
+	// Reason and Message of a Degraded condition, when the rollout failed or is stuck.
+	Reason, Message string
 }
 
 // writeHandler writes the desired template with the decided update strategy
@@ -139,16 +155,22 @@ func (r *Reconciler) recordHandlerDecision(ctx context.Context, kv *v1.KubeVirt,
 		r.Recorder.Eventf(kv, nil, d.Event.Type, d.Event.Reason, "HandlerRollout", "%s", d.Event.Message)
 		log.FromContext(ctx).Info("virt-handler rollout", "phase", d.Phase, "event", d.Event.Message)
 	}
+}
+
+// handlerProblem is the Degraded reason and message a decision calls for
+// (the rollout's own Event has already told users); "" when none.
+func handlerProblem(d rollout.Decision) (reason, message string) {
 	switch {
 	case d.Phase == rollout.PhaseFailed:
-		msg := "virt-handler rollout failed and was rolled back"
+		message = "virt-handler rollout failed and was rolled back"
 		if d.Status != nil && d.Status.Message != "" {
-			msg = d.Status.Message
+			message = d.Status.Message
 		}
-		kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: ReasonHandlerRolloutFailed, Message: msg}, r.now())
+		return ReasonHandlerRolloutFailed, message
 	case d.Degraded != "":
-		kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: "HandlerRolloutStuck", Message: d.Degraded}, r.now())
+		return ReasonHandlerRolloutStuck, d.Degraded
 	}
+	return "", ""
 }
 
 // previousHandlerTemplate is the newest template in the DaemonSet's history

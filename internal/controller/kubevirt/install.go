@@ -58,7 +58,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 	}
 	requeue := minPositive(loaded.Plan.RequeueAfter, outcome.RecheckAfter)
 	if !outcome.RolledOver {
-		r.progressing(kv, outcome.Created)
+		if outcome.ProblemReason != "" {
+			// The rollout's own Event already told users; the condition says why
+			// it holds (set alone, so no condition flips within one pass).
+			kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: outcome.ProblemReason, Message: outcome.ProblemMessage}, r.now())
+		} else {
+			r.progressing(kv, outcome.Created)
+		}
 		return reconcile.Result{RequeueAfter: requeue}, nil
 	}
 

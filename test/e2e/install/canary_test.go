@@ -125,7 +125,11 @@ func TestHandlerCanary(t *testing.T) {
 			}
 			return strings.HasSuffix(ds.Spec.Template.Spec.Containers[0].Image, ":v1.7.0") && len(pods.Items) == 20, nil
 		})
-		time.Sleep(3 * time.Second) // nothing spreads afterwards either
+		held := e.kubeVirt().ResourceVersion
+		time.Sleep(5 * time.Second) // nothing spreads afterwards, and the failure is not rewritten
+		if rv := e.kubeVirt().ResourceVersion; rv != held {
+			t.Fatalf("the KubeVirt CR keeps being written while the rollout holds at Failed (resourceVersion %s → %s)", held, rv)
+		}
 		w.mu.Lock()
 		nodes := len(w.nodes)
 		w.mu.Unlock()
