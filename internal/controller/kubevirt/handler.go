@@ -80,9 +80,9 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		GenerationUnknown: recordedGeneration(kv.Status.Generations, liveDS) != liveDS.Generation,
 		Now:               r.Clock.Now(),
 	}
-	policy, err := rollout.PolicyFrom(kv.Spec.HandlerRollout)
-	if err != nil { // a spec change brings the operator back
-		return handlerOutcome{Reason: ReasonInvalidConfig, Message: err.Error()}, nil
+	policy, problem := handlerPolicy(kv)
+	if problem != "" { // not an error to retry: a spec change brings the operator back
+		return handlerOutcome{Reason: ReasonInvalidConfig, Message: problem}, nil
 	}
 	d, err := rollout.Plan(obs, policy)
 	if err != nil {
@@ -210,4 +210,13 @@ func recordedGeneration(gens []v1.GenerationStatus, ds *appsv1.DaemonSet) int64 
 func handlerGeneration(ds *appsv1.DaemonSet) v1.GenerationStatus {
 	return v1.GenerationStatus{Group: "apps", Resource: "daemonsets", Namespace: ds.Namespace, Name: ds.Name,
 		LastGeneration: ds.Generation, Hash: ds.Annotations[apply.DesiredHashAnnotation]}
+}
+
+// handlerPolicy is spec.handlerRollout as a rollout policy, or what is wrong with it.
+func handlerPolicy(kv *v1.KubeVirt) (rollout.Policy, string) {
+	p, err := rollout.PolicyFrom(kv.Spec.HandlerRollout)
+	if err != nil {
+		return p, err.Error()
+	}
+	return p, ""
 }
