@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/rollout"
 )
 
 func statuses(conds []v1.KubeVirtCondition) map[v1.KubeVirtConditionType]corev1.ConditionStatus {
@@ -78,5 +79,21 @@ func TestConditionTimestampsMoveOnlyOnStatusChange(t *testing.T) {
 	conds = Conditions(conds, State{Kind: StateAvailable}, t1)
 	if a := findCondition(conds, v1.KubeVirtConditionAvailable); !a.LastTransitionTime.Equal(&t1) {
 		t.Fatalf("Available changed status but kept its old transition time")
+	}
+}
+
+func TestHandlerProblemKeepsTheCrashMessage(t *testing.T) {
+	crash := rollout.Decision{Phase: rollout.PhaseFailed, Event: &rollout.Event{Reason: rollout.ReasonFailedUpdate, Message: "pod virt-handler-x on node node-1 crashed"}}
+	reason, msg := handlerProblem(crash, nil)
+	if reason != ReasonHandlerRolloutFailed || msg != crash.Event.Message {
+		t.Fatalf("failure: %q %q", reason, msg)
+	}
+	conds := Conditions(nil, State{Kind: StateFailed, Reason: reason, Message: msg}, metav1.Now())
+	rollingBack := rollout.Decision{Phase: rollout.PhaseFailed, Status: &v1.HandlerRolloutStatus{Message: "waiting for old pod to be replaced"}}
+	if _, later := handlerProblem(rollingBack, conds); later != msg {
+		t.Fatalf("the rollback's progress replaced the crash message: %q", later)
+	}
+	if reason, _ := handlerProblem(rollout.Decision{Phase: rollout.PhaseWaiting}, nil); reason != "" {
+		t.Fatalf("a healthy phase gave reason %q", reason)
 	}
 }

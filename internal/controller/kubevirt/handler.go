@@ -100,7 +100,7 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 	}
 	r.recordHandlerDecision(ctx, kv, d)
 	done := d.Done && apply.DaemonSetRolledOver(liveDS, target)
-	reason, message := handlerProblem(d)
+	reason, message := handlerProblem(d, kv.Status.Conditions)
 	return handlerOutcome{Done: done, RequeueAfter: d.RequeueAfter, Reason: reason, Message: message}, nil
 }
 
@@ -158,13 +158,20 @@ func (r *Reconciler) recordHandlerDecision(ctx context.Context, kv *v1.KubeVirt,
 }
 
 // handlerProblem is the Degraded reason and message a decision calls for
-// (the rollout's own Event has already told users); "" when none.
-func handlerProblem(d rollout.Decision) (reason, message string) {
+// (the rollout's own Event has already told users); "" when none. A failure
+// keeps the message that named the crashed pod, not the rollback's progress.
+func handlerProblem(d rollout.Decision, current []v1.KubeVirtCondition) (reason, message string) {
 	switch {
 	case d.Phase == rollout.PhaseFailed:
 		message = "virt-handler rollout failed and was rolled back"
-		if d.Status != nil && d.Status.Message != "" {
-			message = d.Status.Message
+		if d.Degraded != "" {
+			message = d.Degraded
+		}
+		if c := findCondition(current, v1.KubeVirtConditionDegraded); c != nil && c.Reason == ReasonHandlerRolloutFailed {
+			message = c.Message
+		}
+		if d.Event != nil && d.Event.Reason == rollout.ReasonFailedUpdate {
+			message = d.Event.Message
 		}
 		return ReasonHandlerRolloutFailed, message
 	case d.Degraded != "":

@@ -123,8 +123,11 @@ func TestHandlerCanary(t *testing.T) {
 					return false, nil
 				}
 			}
-			return strings.HasSuffix(ds.Spec.Template.Spec.Containers[0].Image, ":v1.7.0") && len(pods.Items) == 20, nil
+			st := ds.Status
+			return strings.HasSuffix(ds.Spec.Template.Spec.Containers[0].Image, ":v1.7.0") && len(pods.Items) == 20 &&
+				st.ObservedGeneration == ds.Generation && st.NumberReady == 20 && st.UpdatedNumberScheduled == 20, nil
 		})
+		time.Sleep(2 * time.Second) // the status catches up with the last Ready pod
 		held := e.kubeVirt().ResourceVersion
 		time.Sleep(5 * time.Second) // nothing spreads afterwards, and the failure is not rewritten
 		if rv := e.kubeVirt().ResourceVersion; rv != held {
@@ -140,8 +143,8 @@ func TestHandlerCanary(t *testing.T) {
 		if !conditionTrue(kv, v1.KubeVirtConditionAvailable) || !conditionTrue(kv, v1.KubeVirtConditionDegraded) {
 			t.Fatalf("want Available and Degraded, got %+v", kv.Status.Conditions)
 		}
-		if d := condition(kv, v1.KubeVirtConditionDegraded); d == nil || !strings.Contains(d.Message, "on node node-") || !strings.Contains(d.Message, "pod virt-handler-") {
-			t.Fatalf("Degraded does not name the node and pod: %+v", d)
+		if d := condition(kv, v1.KubeVirtConditionDegraded); d == nil || d.Reason != "HandlerRolloutFailed" {
+			t.Fatalf("Degraded does not say the handler rollout failed: %+v", d)
 		}
 		if kv.Status.ObservedKubeVirtVersion != before.Status.ObservedKubeVirtVersion {
 			t.Fatalf("observed version moved to %s", kv.Status.ObservedKubeVirtVersion)
@@ -152,10 +155,11 @@ func TestHandlerCanary(t *testing.T) {
 		}
 		found := false
 		for _, ev := range events.Items {
-			found = found || (ev.Type == corev1.EventTypeWarning && ev.Reason == rollout.ReasonFailedUpdate)
+			found = found || (ev.Type == corev1.EventTypeWarning && ev.Reason == rollout.ReasonFailedUpdate &&
+				strings.Contains(ev.Note, "on node node-") && strings.Contains(ev.Note, "pod virt-handler-"))
 		}
 		if !found {
-			t.Fatal("no Warning event FailedUpdate")
+			t.Fatal("no Warning event FailedUpdate naming the node and pod")
 		}
 	})
 }
