@@ -134,15 +134,7 @@ func TestDeploymentIDBadInputExitsTwo(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := runDeploymentIDCommand(t, operatorEnvForTests, tt.args...)
-			if code := ExitCode(err); code != ExitUsage {
-				t.Fatalf("exit code %d (err %v), want 2", code, err)
-			}
-			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, tt.wantErr) {
-				t.Errorf("error %q: want one line containing %q", msg, tt.wantErr)
-			}
-			if out != "" {
-				t.Errorf("printed %q on failure", out)
-			}
+			assertUsageError(t, out, err, tt.wantErr)
 		})
 	}
 }
@@ -168,5 +160,20 @@ func TestExitCode(t *testing.T) {
 	}
 	if got := UsageError(errors.New("line one\n  line two")).Error(); got != "line one line two" {
 		t.Errorf("multi-line error printed as %q", got)
+	}
+}
+
+// assertUsageError checks a bad-input failure: exit status 2, one line naming
+// the problem, nothing printed.
+func assertUsageError(t *testing.T, out string, err error, want string) {
+	t.Helper()
+	if code := ExitCode(err); code != ExitUsage {
+		t.Fatalf("exit code %d (err %v), want 2", code, err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, want) {
+		t.Errorf("error %q: want one line containing %q", msg, want)
+	}
+	if out != "" {
+		t.Errorf("printed %q on failure", out)
 	}
 }

@@ -97,15 +97,7 @@ func TestRenderBadInputExitsTwo(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := runRenderCommand(t, operatorEnvForTests, tt.args...)
-			if code := ExitCode(err); code != ExitUsage {
-				t.Fatalf("exit code %d (err %v), want 2", code, err)
-			}
-			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, tt.wantErr) {
-				t.Errorf("error %q: want one line containing %q", msg, tt.wantErr)
-			}
-			if out != "" {
-				t.Errorf("printed %q on failure", out)
-			}
+			assertUsageError(t, out, err, tt.wantErr)
 		})
 	}
 }

@@ -47,6 +47,8 @@ type Reconciler struct {
 
 	// recentJobs remembers Jobs this process just created (jobKey → time).
 	recentJobs sync.Map
+	// decoded is the last strategy decoded from its ConfigMap.
+	decoded decodedStrategy
 }
 
 // Finalizer holds the CR until the uninstall has finished.

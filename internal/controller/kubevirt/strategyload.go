@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -72,7 +73,7 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 	if plan.Use == nil {
 		return out, nil
 	}
-	s, err := strategy.Decode(plan.Use)
+	s, err := r.decode(plan.Use)
 	if errors.Is(err, strategy.ErrCorrupt) {
 		r.warning(kv, "CorruptInstallStrategy", "Regenerate", fmt.Sprintf("ConfigMap %s is corrupt and is regenerated: %v", plan.Use.Name, err))
 		if delErr := r.Client.Delete(ctx, plan.Use); client.IgnoreNotFound(delErr) != nil {
@@ -117,4 +118,28 @@ const recentJobWindow = 10 * time.Second
 func (r *Reconciler) jobJustCreated(id string, attempt int) bool {
 	v, ok := r.recentJobs.Load(jobKey{id, attempt})
 	return ok && r.Clock.Now().Sub(v.(time.Time)) < recentJobWindow
+}
+
+// decodedStrategy caches the last decoded strategy: a rollout reconciles many
+// times against the same ConfigMap, and decoding ~100 objects each time is
+// wasted work. Nothing downstream modifies it (apply.Customize copies).
+type decodedStrategy struct {
+	mu  sync.Mutex
+	key string // ConfigMap UID and resourceVersion
+	s   *strategy.Strategy
+}
+
+func (r *Reconciler) decode(cm *corev1.ConfigMap) (*strategy.Strategy, error) {
+	key := string(cm.UID) + "/" + cm.ResourceVersion
+	r.decoded.mu.Lock()
+	defer r.decoded.mu.Unlock()
+	if r.decoded.key == key && r.decoded.s != nil {
+		return r.decoded.s, nil
+	}
+	s, err := strategy.Decode(cm)
+	if err != nil {
+		return nil, err
+	}
+	r.decoded.key, r.decoded.s = key, s
+	return s, nil
 }

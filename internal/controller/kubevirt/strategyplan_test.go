@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
@@ -124,5 +125,37 @@ func TestPodFailureMessageIsTheProgramsError(t *testing.T) {
 	}
 	if got := PodFailureMessage([]corev1.Pod{succeeded}); got != "" {
 		t.Fatalf("a succeeded pod gave a failure message %q", got)
+	}
+}
+
+func TestDecodeIsCachedPerConfigMapVersion(t *testing.T) {
+	s := &strategy.Strategy{}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-handler", Namespace: "kubevirt"}}
+	if err := s.Add(sa); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &deployid.Config{Namespace: "kubevirt", KubeVirtVersion: "v1", Registry: "r"}
+	cfg.ID = cfg.ComputeID()
+	cm, err := strategy.Encode(s, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.UID, cm.ResourceVersion = "uid-1", "1"
+	r := &Reconciler{}
+	first, err := r.decode(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := r.decode(cm); again != first {
+		t.Fatal("the same ConfigMap version was decoded twice")
+	}
+	cm.ResourceVersion = "2"
+	if changed, _ := r.decode(cm); changed == first {
+		t.Fatal("a new ConfigMap version reused the old decode")
+	}
+	cm.Data[strategy.ManifestsKey] = "corrupt"
+	cm.ResourceVersion = "3"
+	if _, err := r.decode(cm); err == nil {
+		t.Fatal("a corrupt payload decoded")
 	}
 }
