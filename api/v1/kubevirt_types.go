@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.status.targetKubeVirtVersion`
 // +kubebuilder:printcolumn:name="Observed",type=string,JSONPath=`.status.observedKubeVirtVersion`
 // +kubebuilder:printcolumn:name="Handler",type=string,JSONPath=`.status.handlerRollout.phase`
+// +kubebuilder:printcolumn:name="Outdated",type=integer,JSONPath=`.status.outdatedVirtualMachineInstanceWorkloads`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,priority=1
 type KubeVirt struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -299,6 +300,29 @@ type KubeVirtStatus struct {
 
 	// HandlerRollout shows the progress of the virt-handler canary rollout.
 	HandlerRollout *HandlerRolloutStatus `json:"handlerRollout,omitempty"`
+
+	// WorkloadUpdates shows the progress of moving VMIs onto the current launcher.
+	WorkloadUpdates *WorkloadUpdatesStatus `json:"workloadUpdates,omitempty"`
+}
+
+// WorkloadUpdatesStatus is the workload updater's progress towards one deployment.
+type WorkloadUpdatesStatus struct {
+	// DeploymentID is the target deployment these counts belong to; a new target
+	// starts them again.
+	DeploymentID string `json:"deploymentID,omitempty"`
+	// MigrationsInFlight counts unfinished migrations of outdated VMIs.
+	MigrationsInFlight int `json:"migrationsInFlight"`
+	// WaitingForMigration and WaitingForEviction count outdated VMIs left for a later step.
+	WaitingForMigration int `json:"waitingForMigration"`
+	WaitingForEviction  int `json:"waitingForEviction"`
+	// MigrationsCreated and Evicted count what the updater did for this deployment.
+	MigrationsCreated int `json:"migrationsCreated"`
+	Evicted           int `json:"evicted"`
+	// LastEvictionBatch is when the last batch of evictions was sent; the next
+	// waits batchEvictionInterval after it, across operator restarts.
+	LastEvictionBatch *metav1.Time `json:"lastEvictionBatch,omitempty"`
+	// Blocked says why the updater does not act now (empty when it may).
+	Blocked string `json:"blocked,omitempty"`
 }
 
 // GenerationStatus is the last generation the operator applied to one object.

@@ -24,6 +24,7 @@ func NewRunCommand() *cobra.Command {
 		kubeconfig string
 		logFormat  string
 		opts       operator.Options
+		workloads  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -40,6 +41,7 @@ func NewRunCommand() *cobra.Command {
 			if opts.Namespace == "" {
 				opts.Namespace = DefaultNamespace()
 			}
+			opts.DisableWorkloadUpdates = !workloads
 			return operator.Run(ctrl.SetupSignalHandler(), cfg, opts)
 		},
 	}
@@ -49,6 +51,7 @@ func NewRunCommand() *cobra.Command {
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables it")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so only one replica reconciles")
+	f.BoolVar(&workloads, "workload-updates", true, "move outdated VMIs onto the new virt-launcher after an upgrade (false: leave them alone)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	return cmd
 }

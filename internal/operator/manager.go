@@ -21,6 +21,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
+	"github.com/virt-operator/virt-operator/internal/controller/workloadupdate"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/version"
@@ -43,6 +44,9 @@ type Options struct {
 	Env deployid.Env
 	// ServiceAccount runs the install-strategy Job; default virt-operator.
 	ServiceAccount string
+	// DisableWorkloadUpdates turns the workload updater off: outdated VMIs are
+	// then neither counted nor moved.
+	DisableWorkloadUpdates bool
 }
 
 func (o Options) env() deployid.Env {
@@ -150,6 +154,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the KubeVirt controller: %w", err)
 	}
-	ctrl.Log.WithName("operator").Info("starting", "namespace", o.Namespace, "leaderElection", o.LeaderElection)
+	if !o.DisableWorkloadUpdates {
+		updater := &workloadupdate.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Namespace: o.Namespace,
+			Recorder:  mgr.GetEventRecorder("virt-operator"),
+		}
+		if err := updater.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the workload updater: %w", err)
+		}
+	}
+	ctrl.Log.WithName("operator").Info("starting", "namespace", o.Namespace, "leaderElection", o.LeaderElection,
+		"workloadUpdates", !o.DisableWorkloadUpdates)
 	return mgr.Start(ctx)
 }

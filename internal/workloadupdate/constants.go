@@ -18,9 +18,6 @@ const (
 	TestAbortionAnnotation = "kubevirt.io/testWorkloadUpdateMigrationAbortion"
 	// MigrationGenerateName prefixes the name of every workload-update migration.
 	MigrationGenerateName = "kubevirt-workload-update-"
-	// LastEvictionBatchAnnotation on the KubeVirt CR holds the RFC 3339 time of the
-	// last eviction batch, so the interval survives an operator restart.
-	LastEvictionBatchAnnotation = "kubevirt.io/workload-update-last-eviction-batch"
 	// OutdatedMetricName is the gauge of outdated VMIs.
 	OutdatedMetricName = "kubevirt_vmi_number_of_outdated"
 )
@@ -33,6 +30,8 @@ const (
 	ReasonFailedEvict              = "FailedEvict"
 	ReasonSuccessfulChangeAbortion = "SuccessfulChangeAbortion"
 	ReasonFailedChangeAbortion     = "FailedChangeAbortion"
+	// ReasonFailedMigration: a workload-update migration failed; the VMI is retried.
+	ReasonFailedMigration = "FailedMigration"
 )
 
 // Hotplug condition types upstream also treats as "migration required".
@@ -78,6 +77,11 @@ func MessageNoLauncherPod(err error) string {
 		err = fmt.Errorf("no active launcher pod")
 	}
 	return fmt.Sprintf("Error detecting active pod for VMI during workload update: %v", err)
+}
+
+// MessageMigrationFailed is the FailedMigration event message on the VMI.
+func MessageMigrationFailed(migrationName string) string {
+	return fmt.Sprintf("Workload-update migration %s failed; the VMI stays outdated and is retried later", migrationName)
 }
 
 // MessageAborted is the SuccessfulChangeAbortion event message on the VMI.

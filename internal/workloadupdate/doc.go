@@ -16,7 +16,7 @@
 //
 // It does no I/O: no client, no clock, no global randomness. The controller shell
 // lists VMIs and migrations, passes Now, the last eviction batch time (kept on the
-// KubeVirt CR, see LastEvictionBatchAnnotation) and an ordering seed, and applies
+// KubeVirt CR's status.workloadUpdates) and an ordering seed, and applies
 // the plan.
 //
 // Rules:

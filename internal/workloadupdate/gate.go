@@ -52,7 +52,7 @@ type Settings struct {
 	ParallelMigrations    int
 	BatchEvictionSize     int
 	BatchEvictionInterval time.Duration
-	// LastEvictionBatch is read from LastEvictionBatchAnnotation; zero means never.
+	// LastEvictionBatch is read from the CR's status; zero means never.
 	LastEvictionBatch time.Time
 }
 
@@ -84,20 +84,13 @@ func SettingsFrom(kv *v1.KubeVirt) Settings {
 	return s
 }
 
-// LastEvictionBatch parses LastEvictionBatchAnnotation; a missing or bad value is zero.
+// LastEvictionBatch is status.workloadUpdates.lastEvictionBatch; zero means never.
 func LastEvictionBatch(kv *v1.KubeVirt) time.Time {
-	if kv == nil {
+	if kv == nil || kv.Status.WorkloadUpdates == nil || kv.Status.WorkloadUpdates.LastEvictionBatch == nil {
 		return time.Time{}
 	}
-	t, err := time.Parse(time.RFC3339Nano, kv.Annotations[LastEvictionBatchAnnotation])
-	if err != nil {
-		return time.Time{}
-	}
-	return t
+	return kv.Status.WorkloadUpdates.LastEvictionBatch.Time
 }
-
-// FormatEvictionBatch is the annotation value for a batch started at t.
-func FormatEvictionBatch(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // OutdatedChanged reports whether status.outdatedVirtualMachineInstanceWorkloads must
 // be written to show n.

@@ -52,15 +52,15 @@ func TestSettingsFrom(t *testing.T) {
 		BatchEvictionInterval: &metav1.Duration{Duration: 2 * time.Second},
 	}
 	kv.Spec.Configuration.MigrationConfiguration = &v1.MigrationConfiguration{ParallelMigrationsPerCluster: &par}
-	kv.Annotations = map[string]string{LastEvictionBatchAnnotation: FormatEvictionBatch(t0)}
+	kv.Status.WorkloadUpdates = &v1.WorkloadUpdatesStatus{LastEvictionBatch: &metav1.Time{Time: t0}}
 	s = SettingsFrom(kv)
 	if s.Methods != both || s.BatchEvictionSize != 30 || s.BatchEvictionInterval != 2*time.Second ||
 		s.ParallelMigrations != 7 || !s.LastEvictionBatch.Equal(t0) {
 		t.Fatalf("custom: %+v", s)
 	}
-	kv.Annotations[LastEvictionBatchAnnotation] = "garbage"
+	kv.Status.WorkloadUpdates.LastEvictionBatch = nil
 	if !LastEvictionBatch(kv).IsZero() {
-		t.Fatal("a bad annotation must read as never")
+		t.Fatal("no recorded batch must read as never")
 	}
 	zero := uint32(0)
 	kv.Spec.Configuration.MigrationConfiguration.ParallelMigrationsPerCluster = &zero

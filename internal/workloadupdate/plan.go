@@ -19,6 +19,9 @@ type Inputs struct {
 	Now time.Time
 	// Seed orders the candidates; pass a new one per reconcile to rotate the order.
 	Seed uint64
+	// Evicting are VMIs whose launcher pod was just evicted but that still show as
+	// running: they are in flight, not candidates for another eviction.
+	Evicting map[Key]bool
 }
 
 // MigrationRequest asks for one migration.
@@ -87,6 +90,9 @@ func PlanUpdate(in Inputs) Plan {
 			continue // a list never holds one key twice; be safe anyway
 		}
 		d := Classify(vmi, in.TargetLauncherImage, ix.Unfinished, in.Methods)
+		if d.Bucket == Evict && in.Evicting[k] {
+			d.Bucket, d.Reason = InFlight, "eviction sent"
+		}
 		p.Decisions[k] = d
 		if d.Outdated {
 			p.Outdated++

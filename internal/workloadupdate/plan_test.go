@@ -243,3 +243,20 @@ func checkInvariants(t *testing.T, in Inputs, p Plan) {
 		t.Fatalf("requeue %v", p.RequeueAfter)
 	}
 }
+
+// A VMI whose launcher pod was just evicted still looks Running and outdated
+// until its VM replaces it: it must not take a place in the next batch.
+func TestEvictingVMIsAreInFlight(t *testing.T) {
+	in := inputs(many("e", 12, oldImage), nil, both)
+	in.Evicting = map[Key]bool{{ns, "e-000"}: true, {ns, "e-001"}: true}
+	p := PlanUpdate(in)
+	if len(p.Evict) != 10 || p.InFlight != 2 || p.Outdated != 12 || p.WaitingEvict != 0 {
+		t.Fatalf("evict %d, in flight %d, outdated %d, waiting %d; want 10, 2, 12, 0",
+			len(p.Evict), p.InFlight, p.Outdated, p.WaitingEvict)
+	}
+	for _, v := range p.Evict {
+		if in.Evicting[KeyOf(v)] {
+			t.Fatalf("%s evicted again", v.Name)
+		}
+	}
+}

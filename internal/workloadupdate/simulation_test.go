@@ -23,7 +23,7 @@ type world struct {
 	migs      []v1.VirtualMachineInstanceMigration
 	started   map[string]int // migration name -> tick it started running
 	failFirst map[string]bool
-	kvAnn     map[string]string
+	lastBatch time.Time
 	settings  Settings
 	step      int
 	byName    map[string]int
@@ -38,7 +38,7 @@ type world struct {
 
 func newWorld(t *testing.T, vmis []v1.VirtualMachineInstance, s Settings, migTicks int) *world {
 	return &world{t: t, now: t0, tick: 5 * time.Second, migTicks: migTicks, vmis: vmis, settings: s,
-		started: map[string]int{}, failFirst: map[string]bool{}, kvAnn: map[string]string{},
+		started: map[string]int{}, failFirst: map[string]bool{},
 		succeeded: map[string]int{}, failed: map[string]int{}, evicted: map[string]int{}}
 }
 
@@ -87,7 +87,7 @@ func (w *world) advance() {
 // reconcile plans once and applies the plan, checking the invariants.
 func (w *world) reconcile() Plan {
 	s := w.settings
-	s.LastEvictionBatch = LastEvictionBatch(&v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Annotations: w.kvAnn}})
+	s.LastEvictionBatch = w.lastBatch
 	in := Inputs{VMIs: w.vmis, Migrations: w.migs, TargetLauncherImage: curImage, Settings: s,
 		Now: w.now, Seed: uint64(w.step)}
 	p := PlanUpdate(in)
@@ -106,7 +106,7 @@ func (w *world) reconcile() Plan {
 		v.Status = v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, LauncherContainerImageVersion: curImage}
 	}
 	if p.EvictionBatchAt != nil {
-		w.kvAnn[LastEvictionBatchAnnotation] = FormatEvictionBatch(*p.EvictionBatchAt)
+		w.lastBatch = *p.EvictionBatchAt
 		w.batches = append(w.batches, *p.EvictionBatchAt)
 	}
 	inFlight := 0

@@ -1,0 +1,161 @@
+package workloadupdate
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
+)
+
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+
+// Reconciler moves the active KubeVirt's outdated VMIs onto the target launcher.
+type Reconciler struct {
+	Client client.Client
+	// APIReader finds launcher pods: the cache holds pods of the operator's
+	// namespace only.
+	APIReader client.Reader
+	// Namespace is the operator's: the active KubeVirt CR lives there.
+	Namespace string
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+
+	pending *pending
+}
+
+// pendingRecheck is how soon to look again while this process's own writes have
+// not shown in the cache yet (an informer event normally comes first).
+const pendingRecheck = time.Second
+
+// SetupWithManager registers the controller: the KubeVirt CR, its VMIs and the
+// migrations all map to the active CR, so one reconcile sees the whole picture.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.pending = newPending()
+	toActive := handler.EnqueueRequestsFromMapFunc(r.activeRequest)
+	return ctrl.ControllerManagedBy(mgr).Named("workloadupdate").
+		Watches(&v1.KubeVirt{}, toActive).
+		Watches(&v1.VirtualMachineInstance{}, toActive).
+		Watches(&v1.VirtualMachineInstanceMigration{}, toActive).
+		Complete(r)
+}
+
+// Reconcile plans one step for the active KubeVirt CR and carries it out when the
+// gate is open; the counts are published either way.
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	kv, err := r.active(ctx)
+	if err != nil || kv == nil {
+		setMetrics(0, 0)
+		return reconcile.Result{}, err
+	}
+	target, blocked := targetOf(kv)
+	if target.image == "" {
+		setMetrics(0, 0)
+		return reconcile.Result{}, nil // no target yet: the CR's next status change brings us back
+	}
+	vmis := &v1.VirtualMachineInstanceList{}
+	if err := r.Client.List(ctx, vmis, client.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, err
+	}
+	migs := &v1.VirtualMachineInstanceMigrationList{}
+	if err := r.Client.List(ctx, migs, client.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, err
+	}
+	now := r.Clock.Now()
+	r.reportFailures(migs.Items)
+	settings := core.SettingsFrom(kv)
+	settings.LastEvictionBatch = r.pending.lastEvictionBatch(settings.LastEvictionBatch)
+	withPending, evicting := r.pending.view(now, vmis.Items, migs.Items)
+	plan := core.PlanUpdate(core.Inputs{
+		VMIs: vmis.Items, Migrations: withPending, TargetLauncherImage: target.image,
+		Settings: settings, Now: now, Seed: rand.Uint64(), Evicting: evicting,
+	})
+	var done core.Done
+	if blocked == "" {
+		done = r.execute(ctx, plan, now)
+	}
+	setMetrics(plan.Outdated, plan.ActiveMigrations+done.Created)
+	if err := r.publish(ctx, kv, target.id, plan, done, blocked); err != nil {
+		return reconcile.Result{}, err
+	}
+	result := reconcile.Result{RequeueAfter: plan.RequeueAfter}
+	if r.pending.waiting() && (result.RequeueAfter == 0 || result.RequeueAfter > pendingRecheck) {
+		result.RequeueAfter = pendingRecheck
+	}
+	log.FromContext(ctx).V(1).Info("workload update", "outdated", plan.Outdated, "created", done.Created,
+		"evicted", done.Evicted, "aborted", len(plan.Abort), "blocked", blocked)
+	return result, nil
+}
+
+type target struct{ id, image string }
+
+// targetOf is the launcher image of the deployment the operator targets, read from
+// the config it recorded in status, and why the updater may not act now (empty:
+// it may).
+func targetOf(kv *v1.KubeVirt) (target, string) {
+	if kv.Status.TargetDeploymentConfig == "" {
+		return target{}, "no target deployment yet"
+	}
+	cfg, err := deployid.Parse(kv.Status.TargetDeploymentConfig)
+	if err != nil {
+		return target{}, "the target deployment config cannot be read: " + err.Error()
+	}
+	t := target{id: kv.Status.TargetDeploymentID, image: cfg.Image(deployid.Launcher)}
+	if ok, why := core.Gate(kv); !ok {
+		return t, why
+	}
+	return t, ""
+}
+
+func (r *Reconciler) active(ctx context.Context) (*v1.KubeVirt, error) {
+	all := &v1.KubeVirtList{}
+	if err := r.Client.List(ctx, all); err != nil {
+		return nil, err
+	}
+	return kubevirt.ActiveKubeVirt(all.Items, r.Namespace), nil
+}
+
+// activeRequest maps every watched event to one key: the updater has one job.
+func (r *Reconciler) activeRequest(context.Context, client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: "workload-updates"}}}
+}
+
+// publish writes the outdated count and status.workloadUpdates when they changed.
+func (r *Reconciler) publish(ctx context.Context, kv *v1.KubeVirt, targetID string, plan core.Plan, done core.Done, blocked string) error {
+	next := core.NextStatus(kv.Status.WorkloadUpdates, targetID, plan, done, blocked)
+	if done.EvictionBatchAt != nil {
+		r.pending.batchSent(*done.EvictionBatchAt)
+	}
+	cur := kv.Status.OutdatedVirtualMachineInstanceWorkloads
+	if cur != nil && *cur == plan.Outdated && equality.Semantic.DeepEqual(kv.Status.WorkloadUpdates, next) {
+		return nil
+	}
+	original := kv.DeepCopy()
+	kv.Status.OutdatedVirtualMachineInstanceWorkloads = ptr.To(plan.Outdated)
+	kv.Status.WorkloadUpdates = next
+	err := r.Client.Status().Patch(ctx, kv, client.MergeFrom(original))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,135 @@
+package workloadupdate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
+)
+
+// Launcher pod labels, as virt-controller sets them.
+const (
+	appLabel       = "kubevirt.io"
+	launcherApp    = "virt-launcher"
+	createdByLabel = "kubevirt.io/created-by"
+)
+
+// execute carries out a plan: aborts first (they free slots), then migrations,
+// then the eviction batch. A failed call is an Event on the VMI, never an abort of
+// the rest: the next reconcile plans again from what the API shows.
+func (r *Reconciler) execute(ctx context.Context, plan core.Plan, now time.Time) core.Done {
+	var done core.Done
+	for _, a := range plan.Abort {
+		r.abort(ctx, a, now)
+	}
+	for _, req := range plan.Migrate {
+		if r.migrate(ctx, req, now) {
+			done.Created++
+		}
+	}
+	if plan.EvictionBatchAt != nil {
+		for _, vmi := range plan.Evict {
+			if r.evict(ctx, vmi, now) {
+				done.Evicted++
+			}
+		}
+		done.EvictionBatchAt = plan.EvictionBatchAt
+	}
+	if done.Created > 0 {
+		migrationsCreated.Add(float64(done.Created))
+	}
+	if done.Evicted > 0 {
+		evictions.Add(float64(done.Evicted))
+	}
+	return done
+}
+
+func (r *Reconciler) migrate(ctx context.Context, req core.MigrationRequest, now time.Time) bool {
+	m := req.Migration()
+	if err := r.Client.Create(ctx, m); err != nil {
+		r.warn(req.VMI, core.ReasonFailedCreate, "CreateMigration", core.MessageFailedCreate(err))
+		return false
+	}
+	r.pending.migrationCreated(m, now)
+	r.normal(req.VMI, core.ReasonSuccessfulCreate, "CreateMigration", core.MessageCreated(m.Name))
+	return true
+}
+
+func (r *Reconciler) evict(ctx context.Context, vmi *v1.VirtualMachineInstance, now time.Time) bool {
+	pod, err := r.launcherPod(ctx, vmi)
+	if err != nil || pod == nil {
+		r.warn(vmi, core.ReasonFailedEvict, "Evict", core.MessageNoLauncherPod(err))
+		return false
+	}
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+	if err := r.Client.SubResource("eviction").Create(ctx, pod, eviction); err != nil && !apierrors.IsNotFound(err) {
+		r.warn(vmi, core.ReasonFailedEvict, "Evict", core.MessageFailedEvict(err))
+		return false
+	}
+	r.pending.vmiEvicted(vmi, now)
+	r.normal(vmi, core.ReasonSuccessfulEvict, "Evict", core.MessageEvicted())
+	return true
+}
+
+func (r *Reconciler) abort(ctx context.Context, a core.AbortRequest, now time.Time) {
+	for _, m := range a.Migrations {
+		err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			r.warn(a.VMI, core.ReasonFailedChangeAbortion, "AbortMigration", core.MessageFailedAbort(a.VMI.Name, err))
+			continue
+		}
+		r.pending.migrationDeleted(m, now)
+		r.normal(a.VMI, core.ReasonSuccessfulChangeAbortion, "AbortMigration", core.MessageAborted(a.VMI.Name))
+	}
+}
+
+// launcherPod is the VMI's live launcher pod: created for this VMI, not being
+// deleted, preferring one the VMI lists as active.
+func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(vmi.Namespace),
+		client.MatchingLabels{appLabel: launcherApp, createdByLabel: string(vmi.UID)}); err != nil {
+		return nil, fmt.Errorf("listing launcher pods: %w", err)
+	}
+	var found *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if _, active := vmi.Status.ActivePods[p.UID]; active || found == nil {
+			found = p
+		}
+	}
+	return found, nil
+}
+
+// reportFailures turns each failed workload-update migration into one Warning
+// Event on its VMI: the VMI stays outdated and the core retries it later.
+func (r *Reconciler) reportFailures(migs []v1.VirtualMachineInstanceMigration) {
+	for _, m := range r.pending.newFailures(migs) {
+		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: m.Spec.VMIName, Namespace: m.Namespace}}
+		r.warn(vmi, core.ReasonFailedMigration, "Migrate", core.MessageMigrationFailed(m.Name))
+	}
+}
+
+func (r *Reconciler) normal(obj runtime.Object, reason, action, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, action, "%s", note)
+	}
+}
+
+func (r *Reconciler) warn(obj runtime.Object, reason, action, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, action, "%s", note)
+	}
+}

@@ -1,0 +1,132 @@
+package workloadupdate
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func vmi(name string, uid types.UID, phase v1.VirtualMachineInstancePhase) v1.VirtualMachineInstance {
+	return v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: uid},
+		Status:     v1.VirtualMachineInstanceStatus{Phase: phase},
+	}
+}
+
+func migration(name, vmiName string, uid types.UID, phase v1.VirtualMachineInstanceMigrationPhase) v1.VirtualMachineInstanceMigration {
+	m := core.NewMigration(&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: vmiName, Namespace: "ns"}},
+		v1.PrioritySystemCritical)
+	m.Name, m.UID, m.Status.Phase = name, uid, phase
+	return *m
+}
+
+// A migration this process created stands in for itself until the cache lists it,
+// so an early event cannot make a second one for the same VMI.
+func TestPendingCreationsFillTheCacheGap(t *testing.T) {
+	p := newPending()
+	created := migration("kubevirt-workload-update-abc", "a", "", "")
+	p.migrationCreated(&created, t0)
+	tests := []struct {
+		name   string
+		now    time.Time
+		listed []v1.VirtualMachineInstanceMigration
+		want   int
+	}{
+		{"not listed yet: added", t0.Add(time.Second), nil, 1},
+		{"listed: the listed one only", t0.Add(2 * time.Second), []v1.VirtualMachineInstanceMigration{
+			migration("kubevirt-workload-update-abc", "a", "u1", v1.MigrationRunning)}, 1},
+		{"forgotten once listed", t0.Add(3 * time.Second), nil, 0},
+	}
+	for _, tt := range tests {
+		got, _ := p.view(tt.now, nil, tt.listed)
+		if len(got) != tt.want {
+			t.Fatalf("%s: %d migrations, want %d", tt.name, len(got), tt.want)
+		}
+		if len(got) == 1 && (got[0].Spec.VMIName != "a" || !core.IsWorkloadUpdate(&got[0])) {
+			t.Fatalf("%s: %+v", tt.name, got[0])
+		}
+	}
+	if p.waiting() {
+		t.Fatal("nothing should be pending any more")
+	}
+}
+
+func TestPendingCreationExpires(t *testing.T) {
+	p := newPending()
+	m := migration("kubevirt-workload-update-x", "a", "", "")
+	p.migrationCreated(&m, t0)
+	if got, _ := p.view(t0.Add(pendingTTL+time.Second), nil, nil); len(got) != 0 || p.waiting() {
+		t.Fatalf("an unseen creation must be forgotten after %s: %d left", pendingTTL, len(got))
+	}
+}
+
+func TestDeletedMigrationsHiddenUntilGone(t *testing.T) {
+	p := newPending()
+	m := migration("m", "a", "u1", v1.MigrationPending)
+	p.migrationDeleted(&m, t0)
+	if got, _ := p.view(t0, nil, []v1.VirtualMachineInstanceMigration{m}); len(got) != 0 {
+		t.Fatal("an aborted migration still in the cache must be left out")
+	}
+	if _, _ = p.view(t0, nil, nil); p.waiting() {
+		t.Fatal("the deletion must be forgotten once the cache drops it")
+	}
+}
+
+func TestEvictingUntilReplaced(t *testing.T) {
+	p := newPending()
+	running := vmi("a", "u1", v1.VMIRunning)
+	p.vmiEvicted(&running, t0)
+	key := core.KeyOf(&running)
+	tests := []struct {
+		name string
+		now  time.Time
+		vmis []v1.VirtualMachineInstance
+		want bool
+	}{
+		{"still running", t0.Add(time.Second), []v1.VirtualMachineInstance{running}, true},
+		{"replaced by a new VMI of the same name", t0.Add(2 * time.Second),
+			[]v1.VirtualMachineInstance{vmi("a", "u2", v1.VMIRunning)}, false},
+	}
+	for _, tt := range tests {
+		_, evicting := p.view(tt.now, tt.vmis, nil)
+		if evicting[key] != tt.want {
+			t.Fatalf("%s: evicting=%v, want %v", tt.name, evicting[key], tt.want)
+		}
+	}
+	p.vmiEvicted(&running, t0)
+	if _, evicting := p.view(t0.Add(evictionTTL+time.Second), []v1.VirtualMachineInstance{running}, nil); evicting[key] {
+		t.Fatal("an eviction that never took effect must be retried after the TTL")
+	}
+}
+
+func TestLastEvictionBatchIsTheLater(t *testing.T) {
+	p := newPending()
+	if got := p.lastEvictionBatch(t0); !got.Equal(t0) {
+		t.Fatalf("got %s", got)
+	}
+	p.batchSent(t0.Add(time.Minute))
+	if got := p.lastEvictionBatch(t0); !got.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("the remembered batch must win over an older status: got %s", got)
+	}
+}
+
+func TestFailuresReportedOnce(t *testing.T) {
+	p := newPending()
+	failed := migration("m1", "a", "u1", v1.MigrationFailed)
+	foreign := failed
+	foreign.UID, foreign.Annotations = "u2", nil
+	list := []v1.VirtualMachineInstanceMigration{failed, foreign, migration("m3", "b", "u3", v1.MigrationSucceeded)}
+	if got := p.newFailures(list); len(got) != 1 || got[0].UID != "u1" {
+		t.Fatalf("first look: %v", got)
+	}
+	if got := p.newFailures(list); len(got) != 0 {
+		t.Fatalf("reported twice: %v", got)
+	}
+}

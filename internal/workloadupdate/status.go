@@ -1,0 +1,40 @@
+package workloadupdate
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// Done is what the shell carried out of a plan.
+type Done struct {
+	// Created and Evicted count the migrations created and the evictions accepted.
+	Created, Evicted int
+	// EvictionBatchAt is when the batch was sent; nil when none was.
+	EvictionBatchAt *time.Time
+}
+
+// NextStatus is status.workloadUpdates after one reconcile towards targetID. The
+// counters start again when the target changes; the last eviction batch carries
+// over, since the interval is about the cluster, not the deployment.
+func NextStatus(prev *v1.WorkloadUpdatesStatus, targetID string, p Plan, done Done, blocked string) *v1.WorkloadUpdatesStatus {
+	next := &v1.WorkloadUpdatesStatus{DeploymentID: targetID}
+	if prev != nil {
+		next.LastEvictionBatch = prev.LastEvictionBatch
+		if prev.DeploymentID == targetID {
+			next.MigrationsCreated, next.Evicted = prev.MigrationsCreated, prev.Evicted
+		}
+	}
+	next.MigrationsCreated += done.Created
+	next.Evicted += done.Evicted
+	if done.EvictionBatchAt != nil { // seconds: the precision metav1.Time keeps
+		next.LastEvictionBatch = &metav1.Time{Time: done.EvictionBatchAt.UTC().Truncate(time.Second)}
+	}
+	next.MigrationsInFlight = p.ActiveMigrations + done.Created
+	next.WaitingForMigration = p.WaitingMigrate + len(p.Migrate) - done.Created
+	next.WaitingForEviction = p.WaitingEvict + len(p.Evict) - done.Evicted
+	next.Blocked = blocked
+	return next
+}

@@ -1,0 +1,312 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/workloadupdate"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/operator"
+	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
+)
+
+// These tests run the workload updater alone against a real API server: the test
+// plays the KubeVirt reconciler (status) and virt-controller (migration phases).
+// They share the cluster's VMIs, so they do not run in parallel.
+
+const (
+	oldLauncher = "quay.io/kubevirt/virt-launcher:v1"
+	wuNamespace = "vms"
+)
+
+type updaterHarness struct {
+	t      *testing.T
+	ctx    context.Context
+	kv     *v1.KubeVirt
+	newImg string
+	stop   func()
+}
+
+func newUpdaterHarness(t *testing.T, spec v1.KubeVirtWorkloadUpdateStrategy) *updaterHarness {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ns := createNamespace(t, ctx, "wu-operator")
+	cfg := &deployid.Config{Namespace: ns, Registry: "quay.io/kubevirt", KubeVirtVersion: "v2"}
+	cfg.ID = cfg.ComputeID()
+	h := &updaterHarness{t: t, ctx: ctx, newImg: cfg.Image(deployid.Launcher)}
+	h.kv = &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: ns},
+		Spec: v1.KubeVirtSpec{WorkloadUpdateStrategy: spec}}
+	must(t, k8s.Create(ctx, h.kv))
+	h.kv.Status = v1.KubeVirtStatus{Phase: v1.KubeVirtPhaseDeployed,
+		TargetDeploymentConfig: cfg.JSON(), TargetDeploymentID: cfg.ID, ObservedDeploymentID: "the-old-one"}
+	must(t, k8s.Status().Update(ctx, h.kv))
+	if err := k8s.Get(ctx, client.ObjectKey{Name: wuNamespace}, &corev1.Namespace{}); err != nil {
+		must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wuNamespace}}))
+	}
+	t.Cleanup(func() {
+		bg := context.Background()
+		_ = k8s.DeleteAllOf(bg, &v1.VirtualMachineInstance{}, client.InNamespace(wuNamespace))
+		_ = k8s.DeleteAllOf(bg, &v1.VirtualMachineInstanceMigration{}, client.InNamespace(wuNamespace))
+		_ = k8s.DeleteAllOf(bg, &corev1.Pod{}, client.InNamespace(wuNamespace), client.GracePeriodSeconds(0))
+	})
+	h.start()
+	return h
+}
+
+// start runs the updater in a manager of its own; stop ends it (a restart is stop + start).
+func (h *updaterHarness) start() {
+	scheme, err := operator.NewScheme()
+	must(h.t, err)
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	must(h.t, err)
+	r := &workloadupdate.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Namespace: h.kv.Namespace, Recorder: mgr.GetEventRecorder("virt-operator")}
+	must(h.t, r.SetupWithManager(mgr))
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	h.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("manager: %v", err)
+		}
+	}
+	h.t.Cleanup(func() {
+		if h.stop != nil {
+			h.stop()
+			h.stop = nil
+		}
+	})
+}
+
+func (h *updaterHarness) restart() {
+	h.stop()
+	h.stop = nil
+	h.start()
+}
+
+// openGate plays the KubeVirt reconciler finishing the upgrade.
+func (h *updaterHarness) openGate() {
+	h.updateKubeVirtStatus(func(st *v1.KubeVirtStatus) { st.ObservedDeploymentID = st.TargetDeploymentID })
+}
+
+func (h *updaterHarness) updateKubeVirtStatus(change func(*v1.KubeVirtStatus)) {
+	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		kv := &v1.KubeVirt{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(h.kv), kv); err != nil {
+			return false, err
+		}
+		change(&kv.Status)
+		return k8s.Status().Update(ctx, kv) == nil, nil
+	})
+	must(h.t, err)
+}
+
+// createVMIs makes n Running VMIs on the old launcher, each with a launcher pod.
+func (h *updaterHarness) createVMIs(prefix string, n int, migratable bool) {
+	for i := range n {
+		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%03d", prefix, i), Namespace: wuNamespace}}
+		must(h.t, k8s.Create(h.ctx, vmi))
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vmi.Name, Namespace: wuNamespace,
+				Labels: map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(vmi.UID)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: oldLauncher}}},
+		}
+		must(h.t, k8s.Create(h.ctx, pod))
+		status := corev1.ConditionFalse
+		if migratable {
+			status = corev1.ConditionTrue
+		}
+		vmi.Status = v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, LauncherContainerImageVersion: oldLauncher,
+			Conditions: []v1.VirtualMachineInstanceCondition{{Type: v1.VMIConditionLiveMigratable, Status: status}}}
+		must(h.t, k8s.Status().Update(h.ctx, vmi))
+	}
+}
+
+func (h *updaterHarness) migrations() []v1.VirtualMachineInstanceMigration {
+	list := &v1.VirtualMachineInstanceMigrationList{}
+	must(h.t, k8s.List(h.ctx, list, client.InNamespace(wuNamespace)))
+	return list.Items
+}
+
+func (h *updaterHarness) kubeVirt() *v1.KubeVirt {
+	kv := &v1.KubeVirt{}
+	must(h.t, k8s.Get(h.ctx, client.ObjectKeyFromObject(h.kv), kv))
+	return kv
+}
+
+func (h *updaterHarness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		h.t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// finish plays virt-controller: the migration ends in phase p; on success the VMI
+// now runs the new launcher.
+func (h *updaterHarness) finish(m v1.VirtualMachineInstanceMigration, p v1.VirtualMachineInstanceMigrationPhase) {
+	if p == v1.MigrationSucceeded {
+		vmi := &v1.VirtualMachineInstance{}
+		must(h.t, k8s.Get(h.ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.VMIName}, vmi))
+		// The handover and the new launcher show together, as virt-handler reports them.
+		vmi.Status.LauncherContainerImageVersion = h.newImg
+		vmi.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUID: m.UID, Completed: true}
+		must(h.t, k8s.Status().Update(h.ctx, vmi))
+	}
+	m.Status.Phase = p
+	must(h.t, k8s.Status().Update(h.ctx, &m))
+}
+
+func outdatedIs(kv *v1.KubeVirt, n int) bool {
+	return kv.Status.OutdatedVirtualMachineInstanceWorkloads != nil && *kv.Status.OutdatedVirtualMachineInstanceWorkloads == n
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Closed gate: counted, not moved. Open gate: five migrations, no more, none
+// duplicated across a restart; each finished one frees its slot at once; a failed
+// one is an Event and the VMI is retried.
+func TestWorkloadUpdaterMigrations(t *testing.T) {
+	h := newUpdaterHarness(t, v1.KubeVirtWorkloadUpdateStrategy{
+		WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}})
+	h.createVMIs("mig", 12, true)
+
+	h.eventually("the outdated count while the upgrade runs", func() bool {
+		kv := h.kubeVirt()
+		return outdatedIs(kv, 12) && kv.Status.WorkloadUpdates != nil && kv.Status.WorkloadUpdates.Blocked != ""
+	})
+	time.Sleep(time.Second) // a closed gate must stay closed, not only be slow
+	if n := len(h.migrations()); n != 0 {
+		t.Fatalf("%d migrations created while observed != target", n)
+	}
+
+	h.openGate()
+	h.eventually("five migrations", func() bool { return len(h.migrations()) == 5 })
+	h.restart()
+	time.Sleep(time.Second)
+	migs := h.migrations()
+	if len(migs) != 5 {
+		t.Fatalf("%d migrations after a restart, want 5: duplicates or the limit broken", len(migs))
+	}
+	seen := map[string]bool{}
+	for _, m := range migs {
+		if seen[m.Spec.VMIName] || !core.IsWorkloadUpdate(&m) || *m.Spec.Priority != v1.PrioritySystemCritical {
+			t.Fatalf("bad or duplicate migration %s for %s", m.Name, m.Spec.VMIName)
+		}
+		seen[m.Spec.VMIName] = true
+	}
+
+	h.finish(migs[0], v1.MigrationSucceeded)
+	h.finish(migs[1], v1.MigrationFailed)
+	h.eventually("two freed slots used", func() bool { return len(h.migrations()) == 7 })
+	h.eventually("a FailedMigration event", func() bool {
+		return hasEvent(h, migs[1].Spec.VMIName, corev1.EventTypeWarning, core.ReasonFailedMigration)
+	})
+	if !hasEvent(h, migs[0].Spec.VMIName, corev1.EventTypeNormal, core.ReasonSuccessfulCreate) {
+		t.Fatal("no SuccessfulCreate event on the VMI")
+	}
+	h.eventually("status counts", func() bool {
+		kv := h.kubeVirt()
+		w := kv.Status.WorkloadUpdates
+		return outdatedIs(kv, 11) && w != nil && w.Blocked == "" && w.MigrationsInFlight == 5
+	})
+
+	// Drain: succeed everything as it comes; the failed VMI must come back.
+	h.eventually("every VMI updated", func() bool {
+		for _, m := range h.migrations() {
+			if !core.IsFinished(&m) {
+				h.finish(m, v1.MigrationSucceeded)
+			}
+		}
+		return outdatedIs(h.kubeVirt(), 0)
+	})
+	retried := 0
+	for _, m := range h.migrations() {
+		if m.Spec.VMIName == migs[1].Spec.VMIName {
+			retried++
+		}
+	}
+	if retried != 2 {
+		t.Fatalf("the VMI whose migration failed got %d migrations, want 2 (failed, retried)", retried)
+	}
+}
+
+// Non-migratable VMIs are evicted in batches, one batch per interval; a VMI
+// without a launcher pod is a Warning Event, not a crash.
+func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
+	interval := 3 * time.Second
+	h := newUpdaterHarness(t, v1.KubeVirtWorkloadUpdateStrategy{
+		WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodEvict},
+		BatchEvictionSize:     ptr.To(4),
+		BatchEvictionInterval: &metav1.Duration{Duration: interval},
+	})
+	h.createVMIs("ev", 6, false)
+	orphan := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: wuNamespace}}
+	must(t, k8s.Create(h.ctx, orphan))
+	orphan.Status = v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, LauncherContainerImageVersion: oldLauncher}
+	must(t, k8s.Status().Update(h.ctx, orphan))
+	h.openGate()
+
+	pods := func() int {
+		list := &corev1.PodList{}
+		must(t, k8s.List(h.ctx, list, client.InNamespace(wuNamespace)))
+		n := 0
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n
+	}
+	h.eventually("the first batch", func() bool { return pods() <= 2 })
+	first := time.Now()
+	if n := pods(); n != 2 && n != 3 {
+		t.Fatalf("%d launcher pods left after the first batch of 4 (one VMI has none)", n)
+	}
+	h.eventually("the second batch", func() bool { return pods() == 0 })
+	if gap := time.Since(first); gap < interval-time.Second {
+		t.Fatalf("second batch %s after the first, interval is %s", gap, interval)
+	}
+	h.eventually("a FailedEvict event for the VMI without a pod", func() bool {
+		return hasEvent(h, "orphan", corev1.EventTypeWarning, core.ReasonFailedEvict)
+	})
+	kv := h.kubeVirt()
+	if w := kv.Status.WorkloadUpdates; w == nil || w.Evicted != 6 || w.LastEvictionBatch == nil {
+		t.Fatalf("status.workloadUpdates = %+v, want 6 evicted and a batch time", w)
+	}
+}
+
+func hasEvent(h *updaterHarness, vmiName, eventType, reason string) bool {
+	list := &eventsv1.EventList{}
+	must(h.t, k8s.List(h.ctx, list, client.InNamespace(wuNamespace)))
+	for _, e := range list.Items {
+		if e.Regarding.Name == vmiName && e.Type == eventType && e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
