@@ -39,5 +39,7 @@ func sandboxCommand() *cobra.Command {
 	cmd := cli.NewSandboxCommand()
 	cmd.AddCommand(cli.NewSandboxRunCommand())
 	cmd.AddCommand(cli.NewSandboxHostExecCommand())
+	cmd.AddCommand(cli.NewSandboxVMSimCommand())
+	cmd.AddCommand(cli.NewSandboxVMsCommand())
 	return cmd
 }

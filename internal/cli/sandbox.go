@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/virt-operator/virt-operator/internal/sandbox"
+	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 )
 
 // NewSandboxCommand returns the `sandbox` command with its `up` and `down`
@@ -39,6 +40,9 @@ the last line, on stdout, is "export KUBECONFIG=DIR/kubeconfig". Stop with "sand
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.MigrationDuration <= 0 {
+				return UsageError(fmt.Errorf("--migration-duration must be positive, got %s", o.MigrationDuration))
+			}
 			if !cmd.Flags().Changed("crd-dir") {
 				o.CRDDir = DefaultCRDDir()
 			}
@@ -60,6 +64,7 @@ the last line, on stdout, is "export KUBECONFIG=DIR/kubeconfig". Stop with "sand
 	f.StringVar(&o.AuditLog, "audit-log", "", "file for kube-apiserver's audit log (Metadata level); empty: no audit log")
 	f.StringVar(&o.CRDDir, "crd-dir", "", "directory whose *.yaml CRDs are installed (default <repo>/config/crd/bases if it exists; \"\" for none)")
 	f.StringVar(&o.BinDir, "bin-dir", "", "directory of the cluster binaries (default $CLUSTER_BINS, else <repo>/.cache/cluster-bins)")
+	f.DurationVar(&o.MigrationDuration, "migration-duration", vmsim.DefaultMigrationDuration, "how long the VM simulator takes per live migration")
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/operator"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
+	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 )
 
 // NewSandboxRunCommand returns `sandbox run`, what `make run` calls: a sandbox,
@@ -31,12 +33,16 @@ func NewSandboxRunCommand() *cobra.Command {
 	var (
 		dir, sample, crdDir, logFormat, operatorImage string
 		nodes                                         int
+		migrationDuration                             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Start a sandbox, run the operator against it and apply a sample KubeVirt CR",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if migrationDuration <= 0 {
+				return UsageError(fmt.Errorf("--migration-duration must be positive, got %s", migrationDuration))
+			}
 			kv, err := loadKubeVirt(sample)
 			if err != nil {
 				return UsageError(err)
@@ -50,7 +56,7 @@ func NewSandboxRunCommand() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runSandboxedOperator(ctx, cmd.OutOrStdout(), sandbox.Options{
-				Dir: dir, Nodes: nodes, CRDDir: crdDir, Log: cmd.ErrOrStderr(),
+				Dir: dir, Nodes: nodes, CRDDir: crdDir, Log: cmd.ErrOrStderr(), MigrationDuration: migrationDuration,
 			}, kv, sandboxOperatorEnv(operatorImage))
 		},
 	}
@@ -60,6 +66,7 @@ func NewSandboxRunCommand() *cobra.Command {
 	f.StringVar(&sample, "sample", "config/samples/kubevirt.yaml", "KubeVirt CR to apply once the operator runs")
 	f.StringVar(&crdDir, "crd-dir", DefaultCRDDir(), "directory of the CRDs to install")
 	f.StringVar(&logFormat, "log-format", "text", "operator log format: json or text")
+	f.DurationVar(&migrationDuration, "migration-duration", vmsim.DefaultMigrationDuration, "how long the sandbox's VM simulator takes per live migration")
 	f.StringVar(&operatorImage, "operator-image", "", "the operator image the deployment config derives from; default $VIRT_OPERATOR_IMAGE, else "+defaultSandboxOperatorImage)
 	return cmd
 }

@@ -32,6 +32,10 @@ type Options struct {
 	// HostExecSelectors select the host-executed pods besides the
 	// sandbox.virt-operator.io/host-exec=true label; nil: hostexec.DefaultSelectors.
 	HostExecSelectors []string
+	// MigrationDuration is how long the VM simulator (package vmsim) takes per live
+	// migration; 0: vmsim.DefaultMigrationDuration. The simulator runs when
+	// OperatorBinary is known and CRDDir defines the kubevirt.io VM kinds.
+	MigrationDuration time.Duration
 }
 
 // Sandbox is a running control plane started by Up.
@@ -174,7 +178,16 @@ func (s *Sandbox) up(ctx context.Context, o Options, binDir string) error {
 	} else if err := s.start(hostExecName, hx.binary, hostExecArgs(l, hx), nil); err != nil {
 		return err
 	}
-	return s.converge(ctx, o, hx)
+	vs, err := newVMSim(s.Dir, o, hx)
+	if err != nil {
+		return err
+	}
+	if vs.binary != "" {
+		if err := s.start(vmSimName, vs.binary, vmSimArgs(l, vs), nil); err != nil {
+			return err
+		}
+	}
+	return s.converge(ctx, o, hx, vs)
 }
 
 // writeFiles generates certificates, the token file, kubeconfig, kwok stages and the

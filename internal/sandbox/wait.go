@@ -51,10 +51,21 @@ func (s *Sandbox) waitFor(ctx context.Context, component string, timeout time.Du
 
 // converge runs, concurrently, what Up needs after every process started: nodes
 // created and Ready (proves kwok), CRDs Established, the controller manager's
-// service accounts and root CA config map, a probe pod scheduled and Ready, and the
-// hostexec runner watching pods.
-func (s *Sandbox) converge(ctx context.Context, o Options, hx hostExec) error {
+// service accounts and root CA config map, a probe pod scheduled and Ready, the
+// hostexec runner watching pods and the VM simulator watching VMs (once the CRDs
+// it waits for are there).
+func (s *Sandbox) converge(ctx context.Context, o Options, hx hostExec, vs vmSim) error {
 	g, ctx := errgroup.WithContext(ctx)
+	if vs.binary != "" {
+		g.Go(func() error {
+			start := time.Now()
+			if err := s.waitFor(ctx, vmSimName, stepTimeout, vs.ready); err != nil {
+				return err
+			}
+			s.logf("VM simulator watching VMs in %s", since(start))
+			return nil
+		})
+	}
 	if hx.binary != "" {
 		g.Go(func() error {
 			start := time.Now()

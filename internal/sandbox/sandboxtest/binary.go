@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 )
@@ -62,4 +63,11 @@ func buildOperator() (string, error) {
 		return "", err
 	}
 	return final, nil
+}
+
+// WithMigrationDuration is a Start option setting how long the sandbox's VM
+// simulator (package sandbox/vmsim, running whenever WithHostExec is given and the
+// CRDs define the VM kinds) takes per live migration.
+func WithMigrationDuration(d time.Duration) func(*sandbox.Options) {
+	return func(o *sandbox.Options) { o.MigrationDuration = d }
 }

@@ -1,0 +1,48 @@
+package vmsim
+
+import "time"
+
+// Markers a test puts on a VMI (or a VM template) to steer the simulator.
+const (
+	// NonMigratableLabel=true makes a VMI report LiveMigratable=False (reason
+	// NotMigratableReason); migrations of it fail.
+	NonMigratableLabel = "sandbox.virt-operator.io/non-migratable"
+	// FailMigrationsAnnotation="N" makes the VMI's next N migrations fail at their end
+	// time; the simulator counts it down and removes it at 0.
+	FailMigrationsAnnotation = "sandbox.virt-operator.io/fail-migrations"
+)
+
+// Bookkeeping the simulator writes, so that its decisions survive a restart.
+const (
+	// FailedMigrationAnnotation on a VMI holds the UID of the migration that took the
+	// last count of FailMigrationsAnnotation: written in the same update as the
+	// decrement, it makes the failure decision exactly-once.
+	FailedMigrationAnnotation = "sandbox.virt-operator.io/failed-migration"
+	// MigrationAnnotation on a target pod names its migration (the pod is indexed by
+	// it, so a deleted migration finds its pod).
+	MigrationAnnotation = "sandbox.virt-operator.io/migration"
+	// MigrationStartAnnotation on a target pod is when the simulator first acted on
+	// the migration (RFC 3339, nanoseconds): creationTimestamp has whole seconds only.
+	MigrationStartAnnotation = "sandbox.virt-operator.io/migration-start"
+	// SourcePodAnnotation on a target pod names the pod the VMI migrates from.
+	SourcePodAnnotation = "sandbox.virt-operator.io/source-pod"
+)
+
+// KubeVirt's own labels, as virt-controller puts them on launcher pods.
+const (
+	AppLabel            = "kubevirt.io"
+	LauncherApp         = "virt-launcher"
+	ControllerApp       = "virt-controller"
+	CreatedByLabel      = "kubevirt.io/created-by"
+	VMNameLabel         = "vm.kubevirt.io/name"
+	MigrationJobLabel   = "kubevirt.io/migrationJobUID"
+	ComputeContainer    = "compute"
+	LauncherImageFlag   = "--launcher-image"
+	NotMigratableReason = "NotMigratable"
+)
+
+// Defaults of Options.
+const (
+	DefaultLauncherImage     = "quay.io/kubevirt/virt-launcher:sandbox"
+	DefaultMigrationDuration = time.Second
+)
