@@ -37,8 +37,9 @@ func newSandboxUpCommand() *cobra.Command {
 		Long: `Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as
 background processes, create kwok nodes and install the CRDs. Progress goes to stderr;
 the last line, on stdout, is "export KUBECONFIG=DIR/kubeconfig". Stop with "sandbox down".`,
-		Args:         cobra.NoArgs,
-		SilenceUsage: true,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.MigrationDuration <= 0 {
 				return UsageError(fmt.Errorf("--migration-duration must be positive, got %s", o.MigrationDuration))

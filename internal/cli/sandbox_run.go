@@ -36,9 +36,11 @@ func NewSandboxRunCommand() *cobra.Command {
 		migrationDuration                             time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run",
-		Short: "Start a sandbox, run the operator against it and apply a sample KubeVirt CR",
-		Args:  cobra.NoArgs,
+		Use:           "run",
+		Short:         "Start a sandbox, run the operator against it and apply a sample KubeVirt CR",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if migrationDuration <= 0 {
 				return UsageError(fmt.Errorf("--migration-duration must be positive, got %s", migrationDuration))

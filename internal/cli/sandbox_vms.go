@@ -36,8 +36,9 @@ func newSandboxVMsCreateCommand() *cobra.Command {
 --dir. The last --non-migratable of them are labelled ` + vmsim.NonMigratableLabel + `=true and
 report LiveMigratable=False. The sandbox's VM simulator gives every VMI a launcher pod
 with the current virt-launcher image and makes it Running.`,
-		Args:         cobra.NoArgs,
-		SilenceUsage: true,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case o.Count < 1:

@@ -24,10 +24,12 @@ func NewSandboxVMSimCommand() *cobra.Command {
 		verbose           bool
 	)
 	cmd := &cobra.Command{
-		Use:    "vmsim",
-		Short:  "Simulate virt-controller and virt-handler for VMs, VMIs and migrations (started by sandbox up)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
+		Use:           "vmsim",
+		Short:         "Simulate virt-controller and virt-handler for VMs, VMIs and migrations (started by sandbox up)",
+		Hidden:        true,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
 				return UsageError(errors.New("--kubeconfig is required"))

@@ -75,4 +75,34 @@
 //     starts and host-executed pods stay Pending. Up hard-links (or copies) it to
 //     DIR/bin/virt-operator, so `go run` deleting its binary or a rebuild does not
 //     change what a running sandbox executes.
+//
+// Simulated VMs (package vmsim). Nothing runs QEMU, so the operator's workload
+// updater meets a stand-in for virt-controller and virt-handler:
+//
+//   - `virt-operator sandbox vmsim` (hidden, same binary) is a seventh background
+//     process, "vmsim" in state.json, started whenever the hostexec runner is (a
+//     known OperatorBinary) and CRDDir defines the kubevirt.io VM kinds; Down stops it
+//     with the other API clients. Up waits for DIR/vmsim.ready (written once its
+//     caches synced, after the CRDs are served) and names it, with its log's tail,
+//     if it exits or is late.
+//   - Each VMI gets a launcher pod (virt-launcher-<vmi>-xxxxx, labels kubevirt.io=
+//     virt-launcher, kubevirt.io/created-by, vm.kubevirt.io/name; node selector
+//     type=kwok; no host-exec label) with the launcher image from the --launcher-image
+//     argument of a Deployment labelled kubevirt.io=virt-controller, or
+//     quay.io/kubevirt/virt-launcher:sandbox while there is none. Once kwok runs the
+//     pod the VMI is Running with nodeName, launcherContainerImageVersion, activePods
+//     and Ready/LiveMigratable conditions (LiveMigratable=False, NotMigratable, for a
+//     VMI labelled sandbox.virt-operator.io/non-migratable=true).
+//   - A migration gets a target pod with the current launcher image, steps through
+//     Scheduling..Running and ends Options.MigrationDuration (sandbox up/run
+//     --migration-duration, default 1s) after the simulator first saw it, writing the
+//     VMI (target node, image, activePods, migrationState completed) before the
+//     migration (Succeeded) and deleting the source pod last. The annotation
+//     sandbox.virt-operator.io/fail-migrations="N" on a VMI fails its next N
+//     migrations at their end time (counted down, removed at 0); the VMI stays on its
+//     source. Deleting an unfinished migration aborts it.
+//   - Evicting (or deleting) the pod of a Running VMI makes it Succeeded; a VM with
+//     runStrategy Always (or running: true) then gets a new VMI from its template,
+//     hence a launcher pod with the current image. `sandbox vms create` (and
+//     vmsim.CreateVMs) creates VMs and their VMIs in bulk.
 package sandbox

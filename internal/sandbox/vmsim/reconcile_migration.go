@@ -72,6 +72,7 @@ func (s *simulator) execute(ctx context.Context, namespace string, m *v1.Virtual
 		if err := s.client.Status().Update(ctx, m); err != nil {
 			return done(err)
 		}
+		s.log.Debug("migration phase", "migration", m.Namespace+"/"+m.Name, "phase", m.Status.Phase)
 		if migrationFinished(m.Status.Phase) {
 			s.log.Info("migration "+string(m.Status.Phase), "migration", m.Namespace+"/"+m.Name, "vmi", m.Spec.VMIName,
 				"elapsed", time.Since(m.CreationTimestamp.Time).Round(time.Millisecond))

@@ -76,14 +76,16 @@ func vmStatus(vm *v1.VirtualMachine, vmi *v1.VirtualMachineInstance, strategy v1
 	st := vm.Status.DeepCopy()
 	st.Created = vmi != nil && !p.DeleteVMI
 	st.Ready = st.Created && vmi.Status.Phase == v1.VMIRunning && vmiReady(vmi)
+	keepsRunning := strategy == v1.RunStrategyAlways || strategy == v1.RunStrategyRerunOnFailure
+	going := vmi != nil && (vmi.DeletionTimestamp != nil || p.DeleteVMI)
 	switch {
 	case st.Ready:
 		st.PrintableStatus = "Running"
-	case strategy == v1.RunStrategyHalted && vmi == nil:
-		st.PrintableStatus = "Stopped"
-	case vmi != nil && (vmi.DeletionTimestamp != nil || p.DeleteVMI) && strategy == v1.RunStrategyHalted:
+	case going && !keepsRunning:
 		st.PrintableStatus = "Stopping"
-	case vmi != nil && finished(vmi.Status.Phase) && !p.DeleteVMI:
+	case going:
+		st.PrintableStatus = "Starting" // deleted to be recreated
+	case vmi == nil && !keepsRunning, vmi != nil && finished(vmi.Status.Phase):
 		st.PrintableStatus = "Stopped"
 	default:
 		st.PrintableStatus = "Starting"

@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+func TestSandboxVMsCreateBadInput(t *testing.T) {
+	emptyDir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"count missing", []string{"--dir", emptyDir}, "--count"},
+		{"count negative", []string{"--dir", emptyDir, "--count", "-3"}, "--count"},
+		{"more non-migratable than VMs", []string{"--dir", emptyDir, "--count", "2", "--non-migratable", "3"}, "--non-migratable"},
+		{"negative non-migratable", []string{"--dir", emptyDir, "--count", "2", "--non-migratable", "-1"}, "--non-migratable"},
+		{"no sandbox in dir", []string{"--dir", emptyDir, "--count", "2"}, "--dir"},
+		{"dir missing", []string{"--dir", filepath.Join(emptyDir, "nope"), "--count", "2"}, "no sandbox"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := NewSandboxVMsCommand()
+			out, err := runCommand(t, cmd, append([]string{"create"}, tc.args...)...)
+			assertUsageError(t, out, err, tc.want)
+		})
+	}
+}
+
+func TestSandboxVMSimBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no kubeconfig", nil, "--kubeconfig"},
+		{"zero duration", []string{"--kubeconfig", "k", "--migration-duration", "0s"}, "--migration-duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runCommand(t, NewSandboxVMSimCommand(), tc.args...)
+			assertUsageError(t, out, err, tc.want)
+		})
+	}
+}
+
+func TestSandboxUpAndRunRefuseZeroMigrationDuration(t *testing.T) {
+	out, err := runCommand(t, NewSandboxCommand(), "up", "--dir", t.TempDir(), "--migration-duration", "0s")
+	assertUsageError(t, out, err, "--migration-duration")
+	out, err = runCommand(t, NewSandboxRunCommand(), "--dir", t.TempDir(), "--migration-duration", "-1s")
+	assertUsageError(t, out, err, "--migration-duration")
+}
