@@ -7,7 +7,11 @@ package vmsim_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 )
@@ -36,6 +41,7 @@ type env struct {
 	t   *testing.T
 	c   client.Client
 	ctx context.Context
+	sb  *sandbox.Sandbox
 }
 
 func start(t *testing.T, nodes int) *env {
@@ -48,7 +54,7 @@ func start(t *testing.T, nodes int) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, c: c, ctx: t.Context()}
+	return &env{t: t, c: c, ctx: t.Context(), sb: sb}
 }
 
 // virtController creates a Deployment standing in for virt-controller: the
@@ -261,6 +267,67 @@ func TestSimulatedVMs(t *testing.T) {
 		})
 		if !metav1.IsControlledBy(vmi, vm) || vmi.Labels[vmsim.NonMigratableLabel] != "true" {
 			t.Errorf("new VMI: owners %v labels %v, want controlled by VM %s, non-migratable", vmi.OwnerReferences, vmi.Labels, vm.UID)
+		}
+	})
+
+	t.Run("a restarted simulator finishes a migration exactly once", func(t *testing.T) {
+		vmi := e.vmi(names[2])
+		m := &v1.VirtualMachineInstanceMigration{
+			ObjectMeta: metav1.ObjectMeta{Name: "migrate-2", Namespace: ns},
+			Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: names[2]},
+		}
+		if err := e.c.Create(e.ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		pid := sandboxtest.Pids(t, e.sb.Dir)["vmsim"]
+		for deadline := time.Now().Add(10 * time.Second); m.Status.Phase != v1.MigrationRunning; time.Sleep(5 * time.Millisecond) {
+			if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(m), m); err != nil || time.Now().After(deadline) {
+				t.Fatalf("migration not Running within 10s: phase %q, %v", m.Status.Phase, err)
+			}
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(m), m); err != nil || m.Status.Phase != v1.MigrationRunning {
+			t.Fatalf("migration %q after the kill (%v): the simulator was not killed mid-migration", m.Status.Phase, err)
+		}
+		// A second simulator, as after a crash; this test stops it.
+		again := exec.Command(sandboxtest.OperatorBinary(t), "sandbox", "vmsim", "--kubeconfig="+e.sb.Kubeconfig(),
+			"--migration-duration="+duration.String())
+		log := filepath.Join(t.TempDir(), "vmsim-again.log")
+		out, err := os.Create(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again.Stdout, again.Stderr = out, out
+		if err := again.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = again.Process.Kill()
+			_ = again.Wait()
+			_ = out.Close()
+			if t.Failed() {
+				data, _ := os.ReadFile(log)
+				t.Logf("restarted simulator's log:\n%s", data)
+			}
+		})
+		e.eventually("migration Succeeded after the restart", func() (bool, error) {
+			err := e.c.Get(e.ctx, client.ObjectKeyFromObject(m), m)
+			return m.Status.Phase == v1.MigrationSucceeded, err
+		})
+		e.eventually("one launcher pod: the target", func() (bool, error) {
+			pods := e.pods(vmi)
+			return len(pods) == 1 && pods[0].Labels[vmsim.MigrationJobLabel] == string(m.UID), fmt.Errorf("pods %v", podNames(pods))
+		})
+		if got := e.vmi(names[2]); got.Status.LauncherContainerImageVersion != imageV2 || got.Status.MigrationState.MigrationUID != m.UID {
+			t.Errorf("VMI after the restart: %+v", got.Status)
+		}
+		// Every other VMI kept its one launcher pod.
+		for _, name := range []string{names[0], names[1], names[3]} {
+			if pods := e.pods(e.vmi(name)); len(pods) != 1 {
+				t.Errorf("VMI %s: pods %v after the restart", name, podNames(pods))
+			}
 		}
 	})
 }
