@@ -34,6 +34,11 @@ type applyOutcome struct {
 	ProblemReason, ProblemMessage string
 }
 
+// writeWorkers bounds the writes of one kind in flight at once: enough to
+// hide the API server's latency on an upgrade's ~80 prerequisite writes, few
+// enough not to crowd out everyone else's requests.
+const writeWorkers = 8
+
 // applyStrategy writes the target's objects step by step (prerequisites, then
 // the components in the path's order) and stops at the first step that has not
 // rolled over; the watches on Deployments and DaemonSets bring it back.
@@ -65,7 +70,7 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 		writes := apply.Writes(apply.Plan(step.Objects, live, kv.Status.Generations))
 		if len(writes) > 0 {
 			log.FromContext(ctx).Info("applying", "step", step.Name, "writes", len(writes), "first", describe(writes[0]))
-			gens, err := applier.Apply(ctx, writes)
+			gens, err := applier.ApplyByKind(ctx, writes, writeWorkers)
 			kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)
 			if err != nil {
 				return out, err

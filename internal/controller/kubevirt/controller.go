@@ -49,6 +49,10 @@ type Reconciler struct {
 	recentJobs sync.Map
 	// decoded is the last strategy decoded from its ConfigMap.
 	decoded decodedStrategy
+	// progressWrittenAt is when status.handlerRollout last changed (one worker
+	// reconciles, so no lock): progress alone is written at most once per
+	// rollout.ProgressInterval.
+	progressWrittenAt time.Time
 }
 
 // Finalizer holds the CR until the uninstall has finished.
@@ -63,7 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	b := ctrl.ControllerManagedBy(mgr).Named("kubevirt").For(&v1.KubeVirt{})
+	b := ctrl.ControllerManagedBy(mgr).Named("kubevirt").For(&v1.KubeVirt{}, ctrl.WithPredicates(notStatusOnly))
 	return r.watchManaged(b).Complete(r)
 }
 

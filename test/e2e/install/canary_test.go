@@ -27,7 +27,12 @@ type handlerWatch struct {
 	// updatedBeforeCanaryReady counts pods on the new version seen before the
 	// first one was Ready (the canary itself is one).
 	updatedBeforeCanaryReady int
-	strategies               []string
+	// updatedBeforeFastStep is the most pods seen on the new version while the
+	// DaemonSet had not yet been widened past maxUnavailable 1 (OnDelete or 1):
+	// what the rollout let through before it switched to the fast step.
+	updatedBeforeFastStep int
+	widened               bool
+	strategies            []string
 }
 
 func (e *env) watchHandler(ctx context.Context, suffix string) *handlerWatch {
@@ -46,6 +51,7 @@ func (e *env) watchHandler(ctx context.Context, suffix string) *handlerWatch {
 				if n := len(w.strategies); n == 0 || w.strategies[n-1] != s {
 					w.strategies = append(w.strategies, s)
 				}
+				w.widened = w.widened || (s != "OnDelete" && s != "maxUnavailable 1")
 			}
 			updated := 0
 			for _, p := range pods.Items {
@@ -60,6 +66,9 @@ func (e *env) watchHandler(ctx context.Context, suffix string) *handlerWatch {
 			}
 			if w.firstReady.IsZero() && updated > w.updatedBeforeCanaryReady {
 				w.updatedBeforeCanaryReady = updated
+			}
+			if !w.widened && updated > w.updatedBeforeFastStep {
+				w.updatedBeforeFastStep = updated
 			}
 			return false, nil
 		})
@@ -91,6 +100,12 @@ func TestHandlerCanary(t *testing.T) {
 		if w.updatedBeforeCanaryReady > 1 {
 			t.Fatalf("%d pods ran the new version before the canary was Ready", w.updatedBeforeCanaryReady)
 		}
+		// React at once: the fast step starts when the canary has baked, not
+		// after the DaemonSet has crept on one pod at a time (upstream let 22 go).
+		if w.updatedBeforeFastStep > 1+2 {
+			t.Fatalf("%d pods ran the new version before the rollout switched to the fast step, want at most canary+2", w.updatedBeforeFastStep)
+		}
+		t.Logf("pods on the new version before the fast step: %d", w.updatedBeforeFastStep)
 		if len(w.nodes) != 20 {
 			t.Fatalf("the new version reached %d of 20 nodes", len(w.nodes))
 		}

@@ -26,6 +26,13 @@ func (p *operatorProcess) start() {
 	p.cmd = exec.Command(sandboxtest.OperatorBinary(p.t), "run", "--kubeconfig", p.kubeconfig, "--namespace", namespace,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect")
 	p.cmd.Env = append(os.Environ(), "VIRT_OPERATOR_IMAGE="+operatorImage)
+	if path := os.Getenv("E2E_OPERATOR_LOG"); path != "" { // its logs, to read a timing afterwards
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		p.cmd.Stdout, p.cmd.Stderr = f, f
+	}
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}

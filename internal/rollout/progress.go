@@ -1,0 +1,34 @@
+package rollout
+
+import (
+	"time"
+
+	apiv1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// ProgressInterval is how often status.handlerRollout is rewritten while only
+// its progress moves (pod counts, the message). At 200 nodes the pods change
+// many times a second; writing the KubeVirt CR for each change costs the API
+// server more than it tells anyone, and slows the very DaemonSet rollout it
+// reports on. A phase change is never held back.
+const ProgressInterval = time.Second
+
+// HoldProgress says whether next may wait instead of being written now: it
+// differs from prev only in progress (counts and message) and the last write
+// was less than ProgressInterval ago. after is when the held status is due.
+func HoldProgress(prev, next *apiv1.HandlerRolloutStatus, lastWrite, now time.Time) (hold bool, after time.Duration) {
+	if prev == nil || next == nil || !sameButProgress(*prev, *next) {
+		return false, 0
+	}
+	since := now.Sub(lastWrite)
+	if lastWrite.IsZero() || since < 0 || since >= ProgressInterval {
+		return false, 0
+	}
+	return true, ProgressInterval - since
+}
+
+// sameButProgress: a and b differ in nothing but counts and message.
+func sameButProgress(a, b apiv1.HandlerRolloutStatus) bool {
+	return a.Phase == b.Phase && a.CanaryPod == b.CanaryPod && a.CanaryNode == b.CanaryNode &&
+		a.TargetID == b.TargetID && a.StartedAt.Equal(b.StartedAt) && a.PhaseChangeAt.Equal(b.PhaseChangeAt)
+}

@@ -1,0 +1,48 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	apiv1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+func TestHoldProgress(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	started := metav1.NewTime(now.Add(-time.Minute))
+	base := apiv1.HandlerRolloutStatus{Phase: string(PhaseWaiting), DesiredPods: 200, UpdatedPods: 40, ReadyPods: 38,
+		CanaryPod: "virt-handler-a", CanaryNode: "node-000", StartedAt: &started, PhaseChangeAt: &started, TargetID: "id", Message: "38 of 200"}
+	progressed := base
+	progressed.UpdatedPods, progressed.ReadyPods, progressed.Message = 60, 55, "55 of 200"
+	newPhase := progressed
+	newPhase.Phase = string(PhaseSuccessful)
+	later := metav1.NewTime(now)
+	newPhaseTime := progressed
+	newPhaseTime.PhaseChangeAt = &later
+
+	cases := []struct {
+		name       string
+		prev, next *apiv1.HandlerRolloutStatus
+		lastWrite  time.Time
+		hold       bool
+		after      time.Duration
+	}{
+		{"progress soon after a write waits for the rest of the interval", &base, &progressed, now.Add(-300 * time.Millisecond), true, 700 * time.Millisecond},
+		{"progress an interval after the last write is written", &base, &progressed, now.Add(-ProgressInterval), false, 0},
+		{"a phase change is never held", &base, &newPhase, now, false, 0},
+		{"a new phase time is never held", &base, &newPhaseTime, now, false, 0},
+		{"no write remembered (a restarted operator): written", &base, &progressed, time.Time{}, false, 0},
+		{"nothing stored yet: written", nil, &progressed, now, false, 0},
+		{"a clock that went back: written", &base, &progressed, now.Add(time.Second), false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hold, after := HoldProgress(tc.prev, tc.next, tc.lastWrite, now)
+			if hold != tc.hold || after != tc.after {
+				t.Fatalf("HoldProgress = %v, %v; want %v, %v", hold, after, tc.hold, tc.after)
+			}
+		})
+	}
+}
