@@ -35,13 +35,16 @@
 //  1. Observation: the live DaemonSet and its pods (terminating ones included),
 //     the target, SpecChanged / GenerationUnknown as today, the stored state
 //     (StateFromStatus(status.handlerRollout, storedTargetID)) and Now.
-//  2. On SpecChanged, write the desired template (through PreserveTLSArgs while
-//     the rollout is not Successful) with Decision.UpdateStrategy in the same
-//     write; otherwise patch the strategy only if !SameStrategy. On Rollback write
-//     the previous template instead (and keep it while the phase is Failed).
+//  2. On SpecChanged, write the template PlanTemplate gives (the desired one,
+//     carrying the running one's TLS arguments and handler certificate Secret
+//     while the rollout is in progress) with Decision.UpdateStrategy in the same
+//     write; otherwise write only if !SameStrategy or what is carried changes
+//     (PlanTemplate's DropCarried once the rollout has succeeded: the clean
+//     template, which detaches the certificate Secret). On Rollback write the
+//     previous template instead (and keep it while the phase is Failed).
 //  3. Delete DeletePods, record the generation if RecordGeneration, emit Event,
 //     set Degraded from Decision.Degraded, write Decision.Status, requeue after
-//     RequeueAfter. Detach the handler certificate Secret only when Successful.
+//     RequeueAfter.
 //  4. On an error, change nothing and requeue with backoff.
 //
 // Failed holds for the target it failed on only if the controller keeps the

@@ -16,9 +16,7 @@ var TLSFlags = []string{"--migration-cn-types"}
 // lacks, a copy of desired with those flags (and values) appended is returned, so
 // old and new virt-handlers keep talking TLS the same way to each other (in-flight
 // migrations) until every node runs the new one. Otherwise desired itself is
-// returned. The controller calls it only while the rollout has not completed
-// (SpecChanged or an active phase), and detaches the handler certificate Secret
-// only once a Decision says Successful.
+// returned. PlanTemplate calls it only while the rollout is in progress.
 func PreserveTLSArgs(live, desired *appsv1.DaemonSet) *appsv1.DaemonSet {
 	if live == nil || desired == nil {
 		return desired
@@ -97,4 +95,118 @@ func missingTLS(args []string, has map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// HandlerCertSecret is the Secret of virt-handler's client certificate. The
+// rollout keeps it mounted while old and new virt-handlers run side by side,
+// and detaches it (drops its volume from the template) only once the rollout
+// has succeeded, so a migration between an old and a new node keeps its TLS.
+const HandlerCertSecret = "kubevirt-virt-handler-certs"
+
+// CarriedOverAnnotation marks a virt-handler DaemonSet whose template carries
+// settings of the previous template that the target drops (its value says
+// which). It is how the operator knows, also after a restart, that the template
+// it wrote is not the clean target one and must be replaced once the rollout
+// has succeeded; the desired-hash annotation stays the clean target's, so the
+// carried settings never look like a spec change to the canary.
+const CarriedOverAnnotation = "kubevirt.io/virt-operator-carried-over"
+
+// Carried-over settings, as listed in CarriedOverAnnotation.
+const (
+	CarriedTLSArgs     = "tls-args"
+	CarriedHandlerCert = "handler-cert-secret"
+)
+
+// TemplateWrite is which virt-handler template to write and how to mark it.
+type TemplateWrite struct {
+	// DaemonSet is the desired DaemonSet, or a copy carrying settings of the
+	// running one (and CarriedOverAnnotation).
+	DaemonSet *appsv1.DaemonSet
+	// Carried lists what it carries; empty for the clean target template.
+	Carried []string
+	// DropCarried: the live template carries settings the target drops and the
+	// rollout is over, so the clean template must be written now.
+	DropCarried bool
+}
+
+// PlanTemplate decides the template for one reconcile. While the rollout is in
+// progress (the spec changed, or the phase is active) the running template's
+// TLS arguments and handler certificate Secret that desired lacks are carried
+// over; once it has succeeded (or failed: the rollback writes the previous
+// template, which has them anyway) desired is written clean, and DropCarried
+// says whether the live DaemonSet still has to lose what it carries. live is
+// the DaemonSet as it runs; desired is not modified.
+func PlanTemplate(live, desired *appsv1.DaemonSet, phase Phase, specChanged bool) TemplateWrite {
+	if live == nil || desired == nil {
+		return TemplateWrite{DaemonSet: desired}
+	}
+	_, liveCarries := live.Annotations[CarriedOverAnnotation]
+	if !specChanged && !phase.Active() {
+		return TemplateWrite{DaemonSet: desired, DropCarried: liveCarries}
+	}
+	out := PreserveTLSArgs(live, desired)
+	var carried []string
+	if out != desired {
+		carried = append(carried, CarriedTLSArgs)
+	}
+	if withCert := preserveSecretVolume(live, out, HandlerCertSecret); withCert != out {
+		out = withCert
+		carried = append(carried, CarriedHandlerCert)
+	}
+	if len(carried) == 0 {
+		return TemplateWrite{DaemonSet: desired, DropCarried: liveCarries}
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[CarriedOverAnnotation] = strings.Join(carried, ",")
+	return TemplateWrite{DaemonSet: out, Carried: carried}
+}
+
+// preserveSecretVolume returns a copy of desired that mounts the Secret secret
+// as live does (the volume, and each container's mounts of it), when live
+// mounts it and desired does not; otherwise desired itself.
+func preserveSecretVolume(live, desired *appsv1.DaemonSet, secret string) *appsv1.DaemonSet {
+	vol := secretVolume(live.Spec.Template.Spec.Volumes, secret)
+	if vol == nil || secretVolume(desired.Spec.Template.Spec.Volumes, secret) != nil {
+		return desired
+	}
+	for _, v := range desired.Spec.Template.Spec.Volumes {
+		if v.Name == vol.Name {
+			return desired // the name now means something else: not ours to override
+		}
+	}
+	out := desired.DeepCopy()
+	spec := &out.Spec.Template.Spec
+	spec.Volumes = append(spec.Volumes, *vol.DeepCopy())
+	for i := range spec.Containers {
+		lc := containerNamed(live.Spec.Template.Spec.Containers, spec.Containers[i].Name)
+		if lc == nil {
+			continue
+		}
+		for _, m := range lc.VolumeMounts {
+			if m.Name == vol.Name && !mountsAt(spec.Containers[i].VolumeMounts, m.MountPath) {
+				spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, m)
+			}
+		}
+	}
+	return out
+}
+
+func secretVolume(vols []corev1.Volume, secret string) *corev1.Volume {
+	for i := range vols {
+		if s := vols[i].Secret; s != nil && s.SecretName == secret {
+			return &vols[i]
+		}
+	}
+	return nil
+}
+
+func mountsAt(mounts []corev1.VolumeMount, path string) bool {
+	for _, m := range mounts {
+		if m.MountPath == path {
+			return true
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 func handlerDS(args ...string) *appsv1.DaemonSet {
@@ -49,5 +50,73 @@ func TestPreserveTLSArgs(t *testing.T) {
 	}
 	if PreserveTLSArgs(nil, nil) != nil {
 		t.Error("nil in, nil out")
+	}
+}
+
+// handlerWithCert is a handler DaemonSet mounting the handler certificate Secret.
+func handlerWithCert(args ...string) *appsv1.DaemonSet {
+	ds := handlerDS(args...)
+	ds.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "kubevirt-virt-handler-certs",
+		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: HandlerCertSecret}}}}
+	ds.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "kubevirt-virt-handler-certs", MountPath: "/etc/virt-handler/clientcertificates"}}
+	return ds
+}
+
+func carrying(ds *appsv1.DaemonSet, what string) *appsv1.DaemonSet {
+	ds.Annotations = map[string]string{CarriedOverAnnotation: what}
+	return ds
+}
+
+func TestPlanTemplate(t *testing.T) {
+	base := []string{"--port", "8443"}
+	withTLS := append(slices.Clone(base), "--tls-min-version=1.2")
+	cases := []struct {
+		name        string
+		live        *appsv1.DaemonSet
+		desired     *appsv1.DaemonSet
+		phase       Phase
+		specChanged bool
+		wantArgs    []string
+		wantCert    bool
+		carried     string // CarriedOverAnnotation of the result
+		drop        bool
+	}{
+		{"a new target drops TLS args: kept while the rollout starts", handlerDS(withTLS...), handlerDS(base...), PhaseSuccessful, true, withTLS, false, CarriedTLSArgs, false},
+		{"kept while the canary bakes (the live template is the carried one)", carrying(handlerDS(withTLS...), CarriedTLSArgs), handlerDS(base...), PhaseCanary, false, withTLS, false, CarriedTLSArgs, false},
+		{"kept through the fast step", carrying(handlerDS(withTLS...), CarriedTLSArgs), handlerDS(base...), PhaseWaiting, false, withTLS, false, CarriedTLSArgs, false},
+		{"dropped once Successful", carrying(handlerDS(withTLS...), CarriedTLSArgs), handlerDS(base...), PhaseSuccessful, false, base, false, "", true},
+		{"after the drop nothing more to do", handlerDS(base...), handlerDS(base...), PhaseSuccessful, false, base, false, "", false},
+		{"Failed writes the clean metadata (the rollback brings the old template)", carrying(handlerDS(withTLS...), CarriedTLSArgs), handlerDS(base...), PhaseFailed, false, base, false, "", true},
+		{"the target keeps TLS args itself: nothing carried", handlerDS(withTLS...), handlerDS(withTLS...), PhaseCanary, true, withTLS, false, "", false},
+		{"the certificate Secret stays mounted during the rollout", handlerWithCert(base...), handlerDS(base...), PhaseStarted, true, base, true, CarriedHandlerCert, false},
+		{"and is detached only once Successful", carrying(handlerWithCert(base...), CarriedHandlerCert), handlerDS(base...), PhaseSuccessful, false, base, false, "", true},
+		{"both carried", handlerWithCert(withTLS...), handlerDS(base...), PhaseStarted, true, withTLS, true, CarriedTLSArgs + "," + CarriedHandlerCert, false},
+		{"the target mounts the Secret itself: nothing carried", handlerWithCert(base...), handlerWithCert(base...), PhaseCanary, true, base, true, "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			desiredBefore := tc.desired.DeepCopy()
+			got := PlanTemplate(tc.live, tc.desired, tc.phase, tc.specChanged)
+			c := got.DaemonSet.Spec.Template.Spec.Containers[0]
+			if !slices.Equal(c.Args, tc.wantArgs) {
+				t.Errorf("args %v, want %v", c.Args, tc.wantArgs)
+			}
+			hasCert := secretVolume(got.DaemonSet.Spec.Template.Spec.Volumes, HandlerCertSecret) != nil && len(c.VolumeMounts) == 1
+			if hasCert != tc.wantCert {
+				t.Errorf("certificate Secret mounted: %v, want %v", hasCert, tc.wantCert)
+			}
+			if a := got.DaemonSet.Annotations[CarriedOverAnnotation]; a != tc.carried {
+				t.Errorf("%s = %q, want %q", CarriedOverAnnotation, a, tc.carried)
+			}
+			if got.DropCarried != tc.drop {
+				t.Errorf("DropCarried = %v, want %v", got.DropCarried, tc.drop)
+			}
+			if tc.carried == "" && got.DaemonSet != tc.desired {
+				t.Error("nothing carried, yet not desired itself")
+			}
+			if !equality.Semantic.DeepEqual(tc.desired, desiredBefore) {
+				t.Error("desired was modified")
+			}
+		})
 	}
 }

@@ -91,8 +91,14 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 	if err != nil {
 		return handlerOutcome{}, err
 	}
-	if err := r.writeHandler(ctx, kv, want, liveDS, d, obs.SpecChanged, applier); err != nil {
+	tmpl := rollout.PlanTemplate(liveDS, want, d.Phase, obs.SpecChanged)
+	if err := r.writeHandler(ctx, kv, tmpl, liveDS, d, obs.SpecChanged, applier); err != nil {
 		return handlerOutcome{}, err
+	}
+	if tmpl.DropCarried {
+		r.event(kv, "HandlerCarriedOverDropped", "HandlerRollout", fmt.Sprintf(
+			"every node runs the target: virt-handler drops what it kept from the previous template (%s), one node at a time",
+			liveDS.Annotations[rollout.CarriedOverAnnotation]))
 	}
 	for _, name := range d.DeletePods {
 		pod := &corev1.Pod{}
@@ -102,7 +108,9 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		}
 	}
 	heldFor := r.recordHandlerDecision(ctx, kv, d)
-	done := d.Done && apply.DaemonSetRolledOver(liveDS, target)
+	// Dropping what the rollout carried over replaces every pod once more (one
+	// node at a time): the step is done only when that has rolled over too.
+	done := d.Done && !tmpl.DropCarried && apply.DaemonSetRolledOver(liveDS, target)
 	reason, message := handlerProblem(d, kv.Status.Conditions)
 	return handlerOutcome{Done: done, RequeueAfter: minPositive(d.RequeueAfter, heldFor), Reason: reason, Message: message}, nil
 }
@@ -115,11 +123,13 @@ type handlerOutcome struct {
 	Reason, Message string
 }
 
-// writeHandler writes the desired template with the decided update strategy
-// in one write (so a template never lands under a strategy that would spread
-// it), or the previous template on a rollback; nothing when all is in place.
-func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, want, liveDS *appsv1.DaemonSet, d rollout.Decision, specChanged bool, applier *apply.Applier) error {
-	obj := want.DeepCopy()
+// writeHandler writes the desired template (with what the rollout carries
+// over from the running one, see rollout.PlanTemplate) with the decided update
+// strategy in one write (so a template never lands under a strategy that would
+// spread it), or the previous template on a rollback; nothing when all is in
+// place.
+func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, tmpl rollout.TemplateWrite, liveDS *appsv1.DaemonSet, d rollout.Decision, specChanged bool, applier *apply.Applier) error {
+	obj := tmpl.DaemonSet.DeepCopy()
 	obj.Spec.UpdateStrategy = liveDS.Spec.UpdateStrategy
 	if d.UpdateStrategy != nil {
 		obj.Spec.UpdateStrategy = *d.UpdateStrategy
@@ -135,13 +145,15 @@ func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, want, li
 			rolledBack = liveDS.Spec.Template.Annotations[metadata.InstallStrategyIdentifierAnnotation] != previous.Annotations[metadata.InstallStrategyIdentifierAnnotation]
 		}
 	}
-	if !specChanged && !rolledBack && rollout.SameStrategy(obj.Spec.UpdateStrategy, liveDS.Spec.UpdateStrategy) {
+	carriedChanged := liveDS.Annotations[rollout.CarriedOverAnnotation] != obj.Annotations[rollout.CarriedOverAnnotation]
+	if !specChanged && !rolledBack && !carriedChanged && rollout.SameStrategy(obj.Spec.UpdateStrategy, liveDS.Spec.UpdateStrategy) {
 		if d.RecordGeneration {
 			kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, []v1.GenerationStatus{handlerGeneration(liveDS)})
 		}
 		return nil
 	}
-	log.FromContext(ctx).Info("writing virt-handler", "phase", d.Phase, "strategy", rollout.StrategyString(obj.Spec.UpdateStrategy), "rollback", rolledBack)
+	log.FromContext(ctx).Info("writing virt-handler", "phase", d.Phase, "strategy", rollout.StrategyString(obj.Spec.UpdateStrategy),
+		"rollback", rolledBack, "carriedOver", tmpl.Carried, "droppingCarried", tmpl.DropCarried)
 	gens, err := applier.Apply(ctx, []apply.Action{{Op: apply.OpUpdate, Object: obj, Live: liveDS, Reason: "canary rollout " + string(d.Phase)}})
 	kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)
 	return err

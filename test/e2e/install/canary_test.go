@@ -2,6 +2,7 @@ package install_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -177,6 +178,62 @@ func TestHandlerCanary(t *testing.T) {
 			t.Fatal("no Warning event FailedUpdate naming the node and pod")
 		}
 	})
+
+	t.Run("TLS flags the target drops are kept until the rollout has succeeded", func(t *testing.T) {
+		e.tlsCarryOver(t, "v1.8.0")
+	})
+}
+
+// tlsCarryOver upgrades with a running virt-handler template that has a TLS
+// flag the target lacks. The sandbox's strategies all have the same flags, so
+// an older template is simulated by adding one to the live DaemonSet first.
+func (e *env) tlsCarryOver(t *testing.T, imageTag string) {
+	const flag = "--tls-min-version=1.2"
+	ctx := context.Background()
+	ds := e.daemonSet("virt-handler")
+	patch := client.MergeFrom(ds.DeepCopy())
+	ds.Spec.Template.Spec.Containers[0].Args = append(ds.Spec.Template.Spec.Containers[0].Args, flag)
+	if err := e.c.Patch(ctx, ds, patch); err != nil {
+		t.Fatal(err)
+	}
+	hasFlag := func(args []string) bool { return slices.Contains(args, flag) }
+
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = imageTag })
+	e.eventually("the canary running the target with the flag kept", 2*time.Minute, func() (bool, error) {
+		st := e.kubeVirt().Status.HandlerRollout
+		if st == nil || st.Phase != string(rollout.PhaseCanary) || st.CanaryPod == "" {
+			return false, nil
+		}
+		ds := e.daemonSet("virt-handler")
+		if !strings.HasSuffix(ds.Spec.Template.Spec.Containers[0].Image, ":"+imageTag) {
+			return false, nil
+		}
+		if !hasFlag(ds.Spec.Template.Spec.Containers[0].Args) || ds.Annotations[rollout.CarriedOverAnnotation] != rollout.CarriedTLSArgs {
+			t.Fatalf("during the canary the template lost %s (args %v, annotations %v)", flag, ds.Spec.Template.Spec.Containers[0].Args, ds.Annotations)
+		}
+		pod := &corev1.Pod{}
+		if err := e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.CanaryPod}, pod); err != nil {
+			return false, nil
+		}
+		return hasFlag(pod.Spec.Containers[0].Args), nil
+	})
+	e.eventually("observed == target", 3*time.Minute, func() (bool, error) {
+		kv := e.kubeVirt()
+		return kv.Status.ObservedKubeVirtVersion == imageTag && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
+	})
+	ds = e.daemonSet("virt-handler")
+	if hasFlag(ds.Spec.Template.Spec.Containers[0].Args) || ds.Annotations[rollout.CarriedOverAnnotation] != "" {
+		t.Fatalf("after the rollout the template still carries %s (annotations %v)", flag, ds.Annotations)
+	}
+	pods := &corev1.PodList{}
+	if err := e.c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{metadata.AppLabel: "virt-handler"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if hasFlag(p.Spec.Containers[0].Args) && p.DeletionTimestamp == nil {
+			t.Fatalf("pod %s still runs with %s once the target is observed", p.Name, flag)
+		}
+	}
 }
 
 // The operator SIGKILLed during the canary's bake resumes on the same canary
