@@ -70,10 +70,11 @@ run: cluster-bins build
 
 # Go benchmarks of the pure code, then the operator's lifecycle on a sandbox
 # (install, upgrade and uninstall times, and the operator's peak memory), and the
-# virt-handler canary on 200 nodes next to a plain DaemonSet rolling update.
+# virt-handler canary on 200 nodes next to a plain DaemonSet rolling update, and
+# the workload update of 1000 VMIs next to its bound (1000 / 5) x T.
 bench: cluster-bins
 	go test -run '^$$' -bench . -benchmem ./internal/...
-	go test -run '^$$' -bench 'Lifecycle|HandlerCanary200' -benchtime 1x -timeout 30m ./test/e2e/install/
+	go test -run '^$$' -bench 'Lifecycle|HandlerCanary200|WorkloadUpdate1000' -benchtime 1x -timeout 60m ./test/e2e/install/
 
 clean:
 	rm -rf bin $(SANDBOX_DIR)

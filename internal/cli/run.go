@@ -51,6 +51,8 @@ func NewRunCommand() *cobra.Command {
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables it")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so only one replica reconciles")
+	f.Float32Var(&opts.QPS, "kube-api-qps", operator.DefaultQPS, "requests per second to the API server")
+	f.IntVar(&opts.Burst, "kube-api-burst", operator.DefaultBurst, "burst of requests to the API server")
 	f.BoolVar(&workloads, "workload-updates", true, "move outdated VMIs onto the new virt-launcher after an upgrade (false: leave them alone)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	return cmd

@@ -44,6 +44,10 @@ type Options struct {
 	Env deployid.Env
 	// ServiceAccount runs the install-strategy Job; default virt-operator.
 	ServiceAccount string
+	// QPS and Burst limit the operator's requests to the API server; zero takes
+	// DefaultQPS and DefaultBurst.
+	QPS   float32
+	Burst int
 	// DisableWorkloadUpdates turns the workload updater off: outdated VMIs are
 	// then neither counted nor moved.
 	DisableWorkloadUpdates bool
@@ -72,6 +76,13 @@ func namespacedCache(namespace string) map[client.Object]cache.ByObject {
 	}
 	return out
 }
+
+// Client-side rate limits: client-go's defaults (5 QPS) would queue an upgrade's
+// writes and the workload updater's migrations and Events behind each other.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
 
 // UserAgent is the operator's user agent towards the API server.
 var UserAgent = "virt-operator/" + version.Version + " (operator)"
@@ -110,6 +121,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	// operator's requests from everyone else's.
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = UserAgent
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	if cfg.QPS <= 0 {
+		cfg.QPS = DefaultQPS
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = DefaultBurst
+	}
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = DefaultLeaderElectionID
 	}

@@ -29,12 +29,18 @@ func NextStatus(prev *v1.WorkloadUpdatesStatus, targetID string, p Plan, done Do
 	}
 	next.MigrationsCreated += done.Created
 	next.Evicted += done.Evicted
-	if done.EvictionBatchAt != nil { // seconds: the precision metav1.Time keeps
-		next.LastEvictionBatch = &metav1.Time{Time: done.EvictionBatchAt.UTC().Truncate(time.Second)}
+	if done.EvictionBatchAt != nil {
+		next.LastEvictionBatch = BatchTime(*done.EvictionBatchAt)
 	}
 	next.MigrationsInFlight = p.ActiveMigrations + done.Created
 	next.WaitingForMigration = p.WaitingMigrate + len(p.Migrate) - done.Created
 	next.WaitingForEviction = p.WaitingEvict + len(p.Evict) - done.Evicted
 	next.Blocked = blocked
 	return next
+}
+
+// BatchTime is an eviction batch time as status stores it: whole seconds, the
+// precision metav1.Time keeps, so a stored value compares equal to a fresh one.
+func BatchTime(at time.Time) *metav1.Time {
+	return &metav1.Time{Time: at.UTC().Truncate(time.Second)}
 }

@@ -282,7 +282,7 @@ func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
 		}
 		return n
 	}
-	h.eventually("the first batch", func() bool { return pods() <= 2 })
+	h.eventually("the first batch", func() bool { return pods() <= 3 }) // 4 VMIs, one may be the orphan
 	first := time.Now()
 	if n := pods(); n != 2 && n != 3 {
 		t.Fatalf("%d launcher pods left after the first batch of 4 (one VMI has none)", n)

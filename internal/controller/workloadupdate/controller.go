@@ -90,12 +90,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		VMIs: vmis.Items, Migrations: withPending, TargetLauncherImage: target.image,
 		Settings: settings, Now: now, Seed: rand.Uint64(), Evicting: evicting,
 	})
+	prev := r.pending.lastStatus(kv.Status.WorkloadUpdates)
 	var done core.Done
 	if blocked == "" {
+		if plan.EvictionBatchAt != nil {
+			// Write-ahead: the batch time is stored before any eviction, so a
+			// restart right after them still honours the interval.
+			var err error
+			if prev, err = r.recordBatch(ctx, kv, prev, *plan.EvictionBatchAt); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		done = r.execute(ctx, plan, now)
 	}
 	setMetrics(plan.Outdated, plan.ActiveMigrations+done.Created)
-	if err := r.publish(ctx, kv, target.id, plan, done, blocked); err != nil {
+	if err := r.publish(ctx, kv, core.NextStatus(prev, target.id, plan, done, blocked), plan.Outdated); err != nil {
 		return reconcile.Result{}, err
 	}
 	result := reconcile.Result{RequeueAfter: plan.RequeueAfter}
@@ -140,22 +149,42 @@ func (r *Reconciler) activeRequest(context.Context, client.Object) []reconcile.R
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: "workload-updates"}}}
 }
 
-// publish writes the outdated count and status.workloadUpdates when they changed.
-func (r *Reconciler) publish(ctx context.Context, kv *v1.KubeVirt, targetID string, plan core.Plan, done core.Done, blocked string) error {
-	next := core.NextStatus(kv.Status.WorkloadUpdates, targetID, plan, done, blocked)
-	if done.EvictionBatchAt != nil {
-		r.pending.batchSent(*done.EvictionBatchAt)
+// recordBatch stores the eviction batch time in status.workloadUpdates and
+// returns the status written.
+func (r *Reconciler) recordBatch(ctx context.Context, kv *v1.KubeVirt, prev *v1.WorkloadUpdatesStatus, at time.Time) (*v1.WorkloadUpdatesStatus, error) {
+	r.pending.batchSent(at)
+	next := prev.DeepCopy()
+	if next == nil {
+		next = &v1.WorkloadUpdatesStatus{}
 	}
+	next.LastEvictionBatch = core.BatchTime(at)
+	original := kv.DeepCopy()
+	kv.Status.WorkloadUpdates = next
+	if err := r.Client.Status().Patch(ctx, kv, client.MergeFrom(original)); err != nil {
+		return nil, err
+	}
+	r.pending.statusWritten(next)
+	return next, nil
+}
+
+// publish writes the outdated count and status.workloadUpdates when they differ
+// from what kv shows.
+func (r *Reconciler) publish(ctx context.Context, kv *v1.KubeVirt, next *v1.WorkloadUpdatesStatus, outdated int) error {
 	cur := kv.Status.OutdatedVirtualMachineInstanceWorkloads
-	if cur != nil && *cur == plan.Outdated && equality.Semantic.DeepEqual(kv.Status.WorkloadUpdates, next) {
+	if cur != nil && *cur == outdated && equality.Semantic.DeepEqual(kv.Status.WorkloadUpdates, next) {
+		r.pending.statusWritten(next)
 		return nil
 	}
 	original := kv.DeepCopy()
-	kv.Status.OutdatedVirtualMachineInstanceWorkloads = ptr.To(plan.Outdated)
+	kv.Status.OutdatedVirtualMachineInstanceWorkloads = ptr.To(outdated)
 	kv.Status.WorkloadUpdates = next
 	err := r.Client.Status().Patch(ctx, kv, client.MergeFrom(original))
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil
+	case err != nil:
+		return err
 	}
-	return err
+	r.pending.statusWritten(next)
+	return nil
 }

@@ -41,6 +41,9 @@ type pending struct {
 	failed map[types.UID]bool
 	// lastBatch: the last eviction batch, in case the status write is not seen yet.
 	lastBatch time.Time
+	// written: the last status.workloadUpdates this process wrote; its counters
+	// are newer than a cache that has not caught up with the write.
+	written *v1.WorkloadUpdatesStatus
 }
 
 func newPending() *pending {
@@ -174,4 +177,21 @@ func (p *pending) waiting() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.created) > 0 || len(p.deleted) > 0
+}
+
+func (p *pending) statusWritten(s *v1.WorkloadUpdatesStatus) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.written = s.DeepCopy()
+}
+
+// lastStatus is the status to count on from: what this process last wrote, else
+// what the cache shows (after a restart the cache is a fresh list).
+func (p *pending) lastStatus(cached *v1.WorkloadUpdatesStatus) *v1.WorkloadUpdatesStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.written != nil {
+		return p.written.DeepCopy()
+	}
+	return cached
 }

@@ -130,3 +130,16 @@ func TestFailuresReportedOnce(t *testing.T) {
 		t.Fatalf("reported twice: %v", got)
 	}
 }
+
+// The counters in status must not go back when the cache lags behind a write.
+func TestLastStatusPrefersTheWrittenOne(t *testing.T) {
+	p := newPending()
+	cached := &v1.WorkloadUpdatesStatus{DeploymentID: "a", MigrationsCreated: 3}
+	if got := p.lastStatus(cached); got != cached {
+		t.Fatal("with nothing written, the cached status counts")
+	}
+	p.statusWritten(&v1.WorkloadUpdatesStatus{DeploymentID: "a", MigrationsCreated: 8})
+	if got := p.lastStatus(cached); got.MigrationsCreated != 8 {
+		t.Fatalf("a stale cache won: %+v", got)
+	}
+}

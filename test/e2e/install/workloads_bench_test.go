@@ -1,0 +1,74 @@
+package install_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
+	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
+	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
+)
+
+// BenchmarkWorkloadUpdate1000 times the workload update of 1000 outdated
+// live-migratable VMIs, each simulated migration taking T, five in parallel: from
+// the moment the upgrade is done (observed == target) until the outdated count is
+// 0, next to the bound (1000 / 5) × T. Target: ratio ≤ 1.1.
+func BenchmarkWorkloadUpdate1000(b *testing.B) {
+	const (
+		vms = 1000
+		T   = time.Second
+	)
+	for range b.N {
+		e := startEnv(b, 20, sandboxtest.WithMigrationDuration(T))
+		e.createKubeVirt(v1.KubeVirtSpec{
+			WorkloadUpdateStrategy: v1.KubeVirtWorkloadUpdateStrategy{
+				WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate},
+			},
+			HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: time.Second}},
+		})
+		oldImage := launcherImage(e.waitAvailable(3 * time.Minute))
+		vc, err := vmsim.NewClient(e.sb.RESTConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		names, err := vmsim.CreateVMs(ctx, vc, vmsim.CreateOptions{Namespace: vmNamespace, Count: vms})
+		if err == nil {
+			err = vmsim.WaitRunning(ctx, vc, vmNamespace, names, oldImage)
+		}
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.eventually("1000 VMIs counted up to date", time.Minute, func() (bool, error) { return outdated(e.kubeVirt()) == 0, nil })
+
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+		var gateOpen time.Time
+		poll := func(what string, cond func(*v1.KubeVirt) bool) time.Time {
+			deadline := time.Now().Add(15 * time.Minute)
+			for time.Now().Before(deadline) {
+				if cond(e.kubeVirt()) {
+					return time.Now()
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			b.Fatalf("timed out waiting for %s", what)
+			return time.Time{}
+		}
+		gateOpen = poll("the upgrade done", func(kv *v1.KubeVirt) bool {
+			return kv.Status.Phase == v1.KubeVirtPhaseDeployed && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
+				launcherImage(kv) != oldImage
+		})
+		drained := poll("outdated count 0", func(kv *v1.KubeVirt) bool { return outdated(kv) == 0 })
+		wall := drained.Sub(gateOpen)
+		bound := time.Duration(vms/core.DefaultParallelMigrations) * T
+		b.ReportMetric(wall.Seconds(), "wall-s")
+		b.ReportMetric(bound.Seconds(), "bound-s")
+		b.ReportMetric(wall.Seconds()/bound.Seconds(), "ratio")
+		e.stopOperator()
+	}
+}

@@ -1,0 +1,274 @@
+package install_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
+	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
+	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
+)
+
+const vmNamespace = "default"
+
+// migrationLog follows every migration through a watch: how many were unfinished
+// at once, and each VMI's migrations by outcome.
+type migrationLog struct {
+	mu          sync.Mutex
+	unfinished  map[types.UID]bool
+	maxParallel int
+	perVMI      map[string]map[v1.VirtualMachineInstanceMigrationPhase]int
+	created     map[types.UID]bool
+	stop        func()
+}
+
+func (e *env) followMigrations() *migrationLog {
+	e.t.Helper()
+	wc, err := client.NewWithWatch(e.sb.RESTConfig(), client.Options{Scheme: e.c.Scheme()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := wc.Watch(ctx, &v1.VirtualMachineInstanceMigrationList{}, client.InNamespace(vmNamespace))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	l := &migrationLog{unfinished: map[types.UID]bool{}, created: map[types.UID]bool{},
+		perVMI: map[string]map[v1.VirtualMachineInstanceMigrationPhase]int{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			m, ok := ev.Object.(*v1.VirtualMachineInstanceMigration)
+			if !ok {
+				continue
+			}
+			l.record(ev.Type, m)
+		}
+	}()
+	l.stop = func() { w.Stop(); cancel(); <-done }
+	e.t.Cleanup(l.stop)
+	return l
+}
+
+func (l *migrationLog) record(t watch.EventType, m *v1.VirtualMachineInstanceMigration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.created[m.UID] {
+		l.created[m.UID] = true
+		if l.perVMI[m.Spec.VMIName] == nil {
+			l.perVMI[m.Spec.VMIName] = map[v1.VirtualMachineInstanceMigrationPhase]int{}
+		}
+		l.perVMI[m.Spec.VMIName]["created"]++
+	}
+	switch {
+	case t == watch.Deleted || core.IsFinished(m):
+		if l.unfinished[m.UID] && core.IsFinished(m) {
+			l.perVMI[m.Spec.VMIName][m.Status.Phase]++
+		}
+		delete(l.unfinished, m.UID)
+	default:
+		l.unfinished[m.UID] = true
+	}
+	l.maxParallel = max(l.maxParallel, len(l.unfinished))
+}
+
+func (l *migrationLog) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.created)
+}
+
+// evictionBatches groups the SuccessfulEvict events into batches by time.
+func (e *env) evictionBatches(gap time.Duration) [][]time.Time {
+	e.t.Helper()
+	list := &eventsv1.EventList{}
+	if err := e.c.List(context.Background(), list, client.InNamespace(vmNamespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	var times []time.Time
+	for _, ev := range list.Items {
+		if ev.Reason == core.ReasonSuccessfulEvict {
+			times = append(times, ev.EventTime.Time)
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	var batches [][]time.Time
+	for i, t := range times {
+		if i == 0 || t.Sub(times[i-1]) > gap {
+			batches = append(batches, nil)
+		}
+		batches[len(batches)-1] = append(batches[len(batches)-1], t)
+	}
+	return batches
+}
+
+func (e *env) vmEvents(reason string) int {
+	list := &eventsv1.EventList{}
+	if err := e.c.List(context.Background(), list, client.InNamespace(vmNamespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range list.Items {
+		if ev.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+func launcherImage(kv *v1.KubeVirt) string {
+	cfg, err := deployid.Parse(kv.Status.TargetDeploymentConfig)
+	if err != nil {
+		panic(err)
+	}
+	return cfg.Image(deployid.Launcher)
+}
+
+func outdated(kv *v1.KubeVirt) int {
+	if kv.Status.OutdatedVirtualMachineInstanceWorkloads == nil {
+		return -1
+	}
+	return *kv.Status.OutdatedVirtualMachineInstanceWorkloads
+}
+
+// 200 VMs (150 live-migratable, 50 not) outdated by an upgrade: nothing moves
+// while the upgrade runs; then at most five migrations at a time, evictions in
+// batches of ten per interval, two VMIs whose first migration fails are retried,
+// the operator is killed and restarted half-way, and the count drains to zero with
+// no VMI migrated twice.
+func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
+	const (
+		vms, nonMigratable = 200, 50
+		interval           = 3 * time.Second
+	)
+	e := startEnv(t, 10, sandboxtest.WithMigrationDuration(500*time.Millisecond))
+	e.createKubeVirt(v1.KubeVirtSpec{
+		WorkloadUpdateStrategy: v1.KubeVirtWorkloadUpdateStrategy{
+			WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate, v1.WorkloadUpdateMethodEvict},
+			BatchEvictionInterval: &metav1.Duration{Duration: interval},
+		},
+		HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: 2 * time.Second}},
+	})
+	oldImage := launcherImage(e.waitAvailable(3 * time.Minute))
+
+	vc, err := vmsim.NewClient(e.sb.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	names, err := vmsim.CreateVMs(ctx, vc, vmsim.CreateOptions{Namespace: vmNamespace, Count: vms, NonMigratable: nonMigratable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := vmsim.WaitRunning(waitCtx, vc, vmNamespace, names, oldImage); err != nil {
+		t.Fatal(err)
+	}
+	flaky := names[:2] // migratable: the non-migratable ones are last
+	for _, name := range flaky {
+		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vmNamespace}}
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+vmsim.FailMigrationsAnnotation+`":"1"}}}`))
+		if err := e.c.Patch(ctx, vmi, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.eventually("200 VMIs up to date before the upgrade", time.Minute, func() (bool, error) {
+		return outdated(e.kubeVirt()) == 0, nil
+	})
+
+	migs := e.followMigrations()
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+	gateOpen := false
+	e.eventually("the upgrade done (observed == target)", 5*time.Minute, func() (bool, error) {
+		kv := e.kubeVirt()
+		if kv.Status.ObservedDeploymentID != kv.Status.TargetDeploymentID || kv.Status.Phase != v1.KubeVirtPhaseDeployed {
+			if n := migs.total(); n > 0 {
+				return false, fmt.Errorf("%d migrations created while the upgrade ran", n)
+			}
+			return false, nil
+		}
+		gateOpen = launcherImage(kv) != oldImage
+		return gateOpen, nil
+	})
+
+	e.eventually("a third of the migrations", 3*time.Minute, func() (bool, error) { return migs.total() >= 50, nil })
+	e.stopOperator() // a restart mid-way must not duplicate anything
+	time.Sleep(time.Second)
+	e.startOperator()
+
+	e.eventually("outdated count 0", 5*time.Minute, func() (bool, error) {
+		kv := e.kubeVirt()
+		return outdated(kv) == 0 && kv.Status.WorkloadUpdates != nil && kv.Status.WorkloadUpdates.MigrationsInFlight == 0, nil
+	})
+	migs.stop()
+
+	if migs.maxParallel > core.DefaultParallelMigrations {
+		t.Errorf("%d migrations ran at once, limit %d", migs.maxParallel, core.DefaultParallelMigrations)
+	}
+	for vmi, by := range migs.perVMI {
+		wantCreated := 1
+		if vmi == flaky[0] || vmi == flaky[1] {
+			wantCreated = 2
+			if by[v1.MigrationFailed] != 1 {
+				t.Errorf("%s: %d failed migrations, want 1 (the marker)", vmi, by[v1.MigrationFailed])
+			}
+		}
+		if by["created"] != wantCreated || by[v1.MigrationSucceeded] != 1 {
+			t.Errorf("%s: %d migrations created, %d succeeded; want %d and 1", vmi, by["created"], by[v1.MigrationSucceeded], wantCreated)
+		}
+	}
+	if len(migs.perVMI) != vms-nonMigratable {
+		t.Errorf("%d VMIs migrated, want %d", len(migs.perVMI), vms-nonMigratable)
+	}
+	if n := e.vmEvents(core.ReasonFailedMigration); n < 2 {
+		t.Errorf("%d FailedMigration events, want one per failed migration (2)", n)
+	}
+	batches := e.evictionBatches(interval / 2)
+	evicted := 0
+	for i, b := range batches {
+		evicted += len(b)
+		if len(b) > core.DefaultBatchEvictionSize {
+			t.Errorf("eviction batch %d had %d evictions, limit %d", i, len(b), core.DefaultBatchEvictionSize)
+		}
+		// The batch time survives a restart in status with whole seconds.
+		if i > 0 && b[0].Sub(batches[i-1][0]) < interval-1100*time.Millisecond {
+			t.Errorf("eviction batch %d came %s after the previous, interval %s", i, b[0].Sub(batches[i-1][0]), interval)
+		}
+	}
+	// Events still buffered when the operator was stopped may be lost, and so may
+	// the count of a batch the stop cut short: every VMI on the new launcher (below)
+	// is what proves they were all moved.
+	if w := e.kubeVirt().Status.WorkloadUpdates; w == nil || w.Evicted > nonMigratable || evicted > nonMigratable || w.Evicted < nonMigratable-core.DefaultBatchEvictionSize {
+		t.Errorf("status.workloadUpdates %+v, %d SuccessfulEvict events; want %d evicted", w, evicted, nonMigratable)
+	}
+	var vmis v1.VirtualMachineInstanceList
+	if err := e.c.List(ctx, &vmis, client.InNamespace(vmNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	newImage := launcherImage(e.kubeVirt())
+	for _, vmi := range vmis.Items {
+		if vmi.Status.LauncherContainerImageVersion != newImage {
+			t.Errorf("%s still runs %s", vmi.Name, vmi.Status.LauncherContainerImageVersion)
+		}
+	}
+	sizes := make([]int, len(batches))
+	for i, b := range batches {
+		sizes[i] = len(b)
+	}
+	t.Logf("%d migrations (at most %d at once); %d evictions in batches of %v; status %+v",
+		migs.total(), migs.maxParallel, evicted, sizes, e.kubeVirt().Status.WorkloadUpdates)
+}
