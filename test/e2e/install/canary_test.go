@@ -213,7 +213,7 @@ func (e *env) tlsCarryOver(t *testing.T, imageTag string) {
 		}
 		pod := &corev1.Pod{}
 		if err := e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: st.CanaryPod}, pod); err != nil {
-			return false, nil
+			return false, client.IgnoreNotFound(err) // the status may name a pod that is just being replaced
 		}
 		return hasFlag(pod.Spec.Containers[0].Args), nil
 	})
