@@ -10,6 +10,11 @@ CONTROLLER_GEN := $(TOOLS)/controller-gen
 GOLANGCI_LINT  := $(TOOLS)/golangci-lint
 SANDBOX_DIR  ?= $(ROOT)/_sandbox
 NODES        ?= 3
+# make run: VMs created once KubeVirt is Deployed, how many of them cannot live-migrate,
+# and the upgrade it then shows them moving through (UPGRADE_TO= for none).
+VMS            ?= 6
+NON_MIGRATABLE ?= 2
+UPGRADE_TO     ?= v1.7.0
 GO_TEST_FLAGS ?=
 
 .PHONY: all build generate verify-generate tools cluster-bins vet lint test test-unit test-integration test-e2e run bench clean
@@ -66,7 +71,8 @@ test: verify-generate vet lint test-unit test-integration test-e2e
 # Brings up a sandbox cluster, runs the operator in the foreground against it and
 # applies the sample KubeVirt CR; Ctrl-C tears everything down.
 run: cluster-bins build
-	bin/virt-operator sandbox run --dir $(SANDBOX_DIR) --nodes $(NODES) --sample config/samples/kubevirt.yaml
+	bin/virt-operator sandbox run --dir $(SANDBOX_DIR) --nodes $(NODES) --sample config/samples/kubevirt.yaml \
+		--vms $(VMS) --non-migratable $(NON_MIGRATABLE) --demo-upgrade "$(UPGRADE_TO)"
 
 # Go benchmarks of the pure code, then the operator's lifecycle on a sandbox
 # (install, upgrade and uninstall times, and the operator's peak memory), and the

@@ -34,6 +34,7 @@ func NewSandboxRunCommand() *cobra.Command {
 		dir, sample, crdDir, logFormat, operatorImage string
 		nodes                                         int
 		migrationDuration                             time.Duration
+		show                                          demo
 	)
 	cmd := &cobra.Command{
 		Use:           "run",
@@ -44,6 +45,9 @@ func NewSandboxRunCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if migrationDuration <= 0 {
 				return UsageError(fmt.Errorf("--migration-duration must be positive, got %s", migrationDuration))
+			}
+			if err := show.validate(); err != nil {
+				return UsageError(err)
 			}
 			kv, err := loadKubeVirt(sample)
 			if err != nil {
@@ -59,7 +63,7 @@ func NewSandboxRunCommand() *cobra.Command {
 			defer stop()
 			return runSandboxedOperator(ctx, cmd.OutOrStdout(), sandbox.Options{
 				Dir: dir, Nodes: nodes, CRDDir: crdDir, Log: cmd.ErrOrStderr(), MigrationDuration: migrationDuration,
-			}, kv, sandboxOperatorEnv(operatorImage))
+			}, kv, sandboxOperatorEnv(operatorImage), show)
 		},
 	}
 	f := cmd.Flags()
@@ -69,6 +73,9 @@ func NewSandboxRunCommand() *cobra.Command {
 	f.StringVar(&crdDir, "crd-dir", DefaultCRDDir(), "directory of the CRDs to install")
 	f.StringVar(&logFormat, "log-format", "text", "operator log format: json or text")
 	f.DurationVar(&migrationDuration, "migration-duration", vmsim.DefaultMigrationDuration, "how long the sandbox's VM simulator takes per live migration")
+	f.IntVar(&show.VMs, "vms", 0, "VMs (runStrategy Always) to create once KubeVirt is Deployed")
+	f.IntVar(&show.NonMigratable, "non-migratable", 0, "how many of --vms are not live-migratable (they are evicted on an upgrade)")
+	f.StringVar(&show.UpgradeTo, "demo-upgrade", "", "after creating the VMs, upgrade to this spec.imageTag and print the VMs moving to the new launcher")
 	f.StringVar(&operatorImage, "operator-image", "", "the operator image the deployment config derives from; default $VIRT_OPERATOR_IMAGE, else "+defaultSandboxOperatorImage)
 	return cmd
 }
@@ -89,7 +96,7 @@ func sandboxOperatorEnv(image string) deployid.Env {
 	return env
 }
 
-func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options, kv *v1.KubeVirt, env deployid.Env) (err error) {
+func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options, kv *v1.KubeVirt, env deployid.Env, show demo) (err error) {
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return err
@@ -131,7 +138,16 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 		return fmt.Errorf("applying the sample KubeVirt CR: %w", err)
 	}
 	fmt.Fprintf(out, "\nThe sandbox is up and the operator runs (metrics on http://%s/metrics).\n", metricsAddr)
-	fmt.Fprintf(out, "In another shell:\n\n    export KUBECONFIG=%s\n    kubectl get nodes\n    kubectl get kubevirt -A\n\nPress Ctrl-C to stop and tear everything down.\n\n", sb.Kubeconfig())
+	fmt.Fprintf(out, "In another shell:\n\n    export KUBECONFIG=%s\n    kubectl get nodes\n    kubectl get kubevirt -A\n    kubectl get vm,vmi,vmim\n\nPress Ctrl-C to stop and tear everything down.\n\n", sb.Kubeconfig())
+	vc, err := vmsim.NewClient(sb.RESTConfig())
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := show.run(opCtx, out, vc, client.ObjectKeyFromObject(kv)); err != nil && opCtx.Err() == nil {
+			fmt.Fprintf(out, "the demo stopped: %v\n", err)
+		}
+	}()
 
 	select {
 	case <-ctx.Done():

@@ -37,7 +37,8 @@ func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sandbox")
 	cmd := exec.Command(bin, "sandbox", "run", "--dir", dir, "--nodes", "3",
 		"--sample", filepath.Join(root, "config", "samples", "kubevirt.yaml"),
-		"--crd-dir", filepath.Join(root, "config", "crd", "bases"))
+		"--crd-dir", filepath.Join(root, "config", "crd", "bases"),
+		"--vms", "4", "--non-migratable", "1", "--demo-upgrade", "v1.7.0", "--migration-duration", "300ms")
 	cmd.Dir = root
 	cmd.Stderr = &prefixWriter{t: t}
 	stdout, stdoutWriter := io.Pipe()
@@ -57,7 +58,8 @@ func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 		<-exited
 	})
 
-	kubeconfig := waitForExportLine(t, stdout)
+	lines := make(chan string, 1000)
+	kubeconfig := waitForExportLine(t, stdout, lines)
 	if want := filepath.Join(dir, "kubeconfig"); kubeconfig != want {
 		t.Fatalf("printed KUBECONFIG=%s, want %s", kubeconfig, want)
 	}
@@ -71,13 +73,24 @@ func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 		}
 		return len(nodes.Items) == 3 && allReady(nodes.Items), nil
 	})
-	poll(t, ctx, "the sample KubeVirt in phase Deploying", func() (bool, error) {
+	poll(t, ctx, "the sample KubeVirt picked up", func() (bool, error) {
 		kv := &v1.KubeVirt{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "kubevirt"}, kv); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		return kv.Status.Phase == v1.KubeVirtPhaseDeploying, nil
+		return kv.Status.Phase != "", nil
 	})
+	// The demo: VMs created, the upgrade, the VMs moved, all printed.
+	waitForLine(t, lines, "All 4 VMs are on the new launcher", 4*time.Minute)
+	vmis := &v1.VirtualMachineInstanceList{}
+	if err := c.List(ctx, vmis, client.InNamespace("default")); err != nil || len(vmis.Items) != 4 {
+		t.Fatalf("%d VMIs (%v), want 4", len(vmis.Items), err)
+	}
+	for _, vmi := range vmis.Items {
+		if !strings.Contains(vmi.Status.LauncherContainerImageVersion, "v1.7.0") {
+			t.Errorf("%s runs %s after the demo upgrade", vmi.Name, vmi.Status.LauncherContainerImageVersion)
+		}
+	}
 
 	pids := sandboxtest.Pids(t, dir)
 	if len(pids) < 5 {
@@ -105,13 +118,20 @@ func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 	}
 }
 
-func waitForExportLine(t *testing.T, stdout io.Reader) string {
+// waitForExportLine returns the KUBECONFIG path sandbox run prints; every line of
+// stdout also goes to lines.
+func waitForExportLine(t *testing.T, stdout io.Reader, lines chan<- string) string {
 	t.Helper()
 	found := make(chan string, 1)
 	go func() {
+		defer close(lines)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			line := strings.TrimSpace(sc.Text())
+			select {
+			case lines <- line:
+			default:
+			}
 			if path, ok := strings.CutPrefix(line, "export KUBECONFIG="); ok {
 				found <- path
 			}
@@ -127,6 +147,24 @@ func waitForExportLine(t *testing.T, stdout io.Reader) string {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("no `export KUBECONFIG=` line within 2 minutes")
 		return ""
+	}
+}
+
+func waitForLine(t *testing.T, lines <-chan string, prefix string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("sandbox run's output ended before %q", prefix)
+			}
+			if strings.HasPrefix(line, prefix) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no line %q within %s", prefix, timeout)
+		}
 	}
 }
 

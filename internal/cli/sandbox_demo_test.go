@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+func TestSandboxRunRefusesBadDemoCounts(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--vms", "-1"}, "--vms"},
+		{[]string{"--vms", "2", "--non-migratable", "3"}, "--non-migratable"},
+		{[]string{"--non-migratable", "-1"}, "--non-migratable"},
+	} {
+		out, err := runCommand(t, NewSandboxRunCommand(), append([]string{"--dir", t.TempDir()}, tc.args...)...)
+		assertUsageError(t, out, err, tc.want)
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	kv := &v1.KubeVirt{Status: v1.KubeVirtStatus{
+		ObservedKubeVirtVersion: "v1.6.0", TargetKubeVirtVersion: "v1.7.0",
+		HandlerRollout:                          &v1.HandlerRolloutStatus{Phase: "Canary", UpdatedPods: 1, DesiredPods: 3},
+		OutdatedVirtualMachineInstanceWorkloads: ptr.To(6),
+		WorkloadUpdates:                         &v1.WorkloadUpdatesStatus{Blocked: "upgrading"},
+	}}
+	got := progressLine(kv)
+	for _, want := range []string{"observed v1.6.0, target v1.7.0", "virt-handler Canary 1/3", "VMIs outdated 6", "waiting"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress line %q lacks %q", got, want)
+		}
+	}
+}
