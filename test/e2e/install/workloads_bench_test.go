@@ -46,6 +46,7 @@ func BenchmarkWorkloadUpdate1000(b *testing.B) {
 		}
 		e.eventually("1000 VMIs counted up to date", time.Minute, func() (bool, error) { return outdated(e.kubeVirt()) == 0, nil })
 
+		migs := e.followMigrations()
 		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
 		var gateOpen time.Time
 		poll := func(what string, cond func(*v1.KubeVirt) bool) time.Time {
@@ -69,6 +70,10 @@ func BenchmarkWorkloadUpdate1000(b *testing.B) {
 		b.ReportMetric(wall.Seconds(), "wall-s")
 		b.ReportMetric(bound.Seconds(), "bound-s")
 		b.ReportMetric(wall.Seconds()/bound.Seconds(), "ratio")
+		run, react := migs.timing()
+		b.ReportMetric(float64(run.Milliseconds()), "migration-ms")
+		b.ReportMetric(float64(react.Milliseconds()), "reaction-ms")
+		b.ReportMetric(float64(migs.maxParallel), "max-parallel")
 		e.stopOperator()
 	}
 }

@@ -31,7 +31,10 @@ type migrationLog struct {
 	maxParallel int
 	perVMI      map[string]map[v1.VirtualMachineInstanceMigrationPhase]int
 	created     map[types.UID]bool
-	stop        func()
+	// createdAt and finishedAt are when the watch first showed each migration and
+	// its end, for the timing breakdown.
+	createdAt, finishedAt map[types.UID]time.Time
+	stop                  func()
 }
 
 func (e *env) followMigrations() *migrationLog {
@@ -46,6 +49,7 @@ func (e *env) followMigrations() *migrationLog {
 		e.t.Fatal(err)
 	}
 	l := &migrationLog{unfinished: map[types.UID]bool{}, created: map[types.UID]bool{},
+		createdAt: map[types.UID]time.Time{}, finishedAt: map[types.UID]time.Time{},
 		perVMI: map[string]map[v1.VirtualMachineInstanceMigrationPhase]int{}}
 	done := make(chan struct{})
 	go func() {
@@ -68,6 +72,7 @@ func (l *migrationLog) record(t watch.EventType, m *v1.VirtualMachineInstanceMig
 	defer l.mu.Unlock()
 	if !l.created[m.UID] {
 		l.created[m.UID] = true
+		l.createdAt[m.UID] = time.Now()
 		if l.perVMI[m.Spec.VMIName] == nil {
 			l.perVMI[m.Spec.VMIName] = map[v1.VirtualMachineInstanceMigrationPhase]int{}
 		}
@@ -77,12 +82,46 @@ func (l *migrationLog) record(t watch.EventType, m *v1.VirtualMachineInstanceMig
 	case t == watch.Deleted || core.IsFinished(m):
 		if l.unfinished[m.UID] && core.IsFinished(m) {
 			l.perVMI[m.Spec.VMIName][m.Status.Phase]++
+			l.finishedAt[m.UID] = time.Now()
 		}
 		delete(l.unfinished, m.UID)
 	default:
 		l.unfinished[m.UID] = true
 	}
 	l.maxParallel = max(l.maxParallel, len(l.unfinished))
+}
+
+// timing is the mean time a migration ran (first seen → finished) and the mean
+// time from a migration's end to the next migration's creation (the updater's
+// reaction, simulator bookkeeping included).
+func (l *migrationLog) timing() (run, react time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ends, starts []time.Time
+	for uid, end := range l.finishedAt {
+		run += end.Sub(l.createdAt[uid])
+		ends = append(ends, end)
+	}
+	for _, t := range l.createdAt {
+		starts = append(starts, t)
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
+	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	n := 0
+	for i, end := range ends {
+		// The i-th end frees the slot the (i+5)-th creation takes.
+		if j := i + core.DefaultParallelMigrations; j < len(starts) && starts[j].After(end) {
+			react += starts[j].Sub(end)
+			n++
+		}
+	}
+	if len(ends) > 0 {
+		run /= time.Duration(len(ends))
+	}
+	if n > 0 {
+		react /= time.Duration(n)
+	}
+	return run, react
 }
 
 func (l *migrationLog) total() int {
