@@ -53,6 +53,8 @@ type Reconciler struct {
 	// reconciles, so no lock): progress alone is written at most once per
 	// rollout.ProgressInterval.
 	progressWrittenAt time.Time
+	// written is the last status written, for reads the cache has not caught up on.
+	written writtenStatus
 }
 
 // Finalizer holds the CR until the uninstall has finished.
@@ -81,6 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if kv == nil {
 		return reconcile.Result{}, nil
 	}
+	r.written.refresh(kv)
 	active := ActiveKubeVirt(all.Items, r.Namespace)
 	original := kv.DeepCopy()
 	var (
@@ -126,11 +129,16 @@ func (r *Reconciler) patchStatus(ctx context.Context, original, kv *v1.KubeVirt)
 	if equality.Semantic.DeepEqual(original.Status, kv.Status) {
 		return nil
 	}
+	before := kv.ResourceVersion
 	err := r.Client.Status().Patch(ctx, kv, client.MergeFrom(original))
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil
+	case err != nil:
+		return err
 	}
-	return err
+	r.written.remember(kv, original.ResourceVersion, before)
+	return nil
 }
 
 // ensureFinalizer adds the finalizer (and drops the legacy one) in its own
