@@ -275,4 +275,28 @@ func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
 			kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
 			kv.Status.HandlerRollout != nil && kv.Status.HandlerRollout.Phase == string(rollout.PhaseSuccessful), nil
 	})
+
+	// Killed once the rollout has failed and rolled back: the restarted operator
+	// holds at Failed; it neither retries the canary nor spreads the bad version.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := e.watchHandler(ctx, "-crashloop")
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.8.0-crashloop" })
+	e.eventually("the rollout Failed", 2*time.Minute, func() (bool, error) {
+		st := e.kubeVirt().Status.HandlerRollout
+		return st != nil && st.Phase == string(rollout.PhaseFailed), nil
+	})
+	failed := e.kubeVirt().Status.HandlerRollout
+	p.kill()
+	p.start()
+	time.Sleep(8 * time.Second) // longer than the bake: a retried canary would have shown
+	st := e.kubeVirt().Status.HandlerRollout
+	if st == nil || st.Phase != string(rollout.PhaseFailed) || st.CanaryNode != failed.CanaryNode {
+		t.Fatalf("after a restart at Failed the rollout is %+v, want it held at Failed on %s", st, failed.CanaryNode)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.nodes) > 1 {
+		t.Fatalf("the bad version ran on %d nodes across the restart", len(w.nodes))
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -161,11 +162,16 @@ func (e *env) kubeVirt() *v1.KubeVirt {
 	return kv
 }
 
+// updateSpec changes the spec, retrying when a status write of the operator's
+// came in between the read and the update.
 func (e *env) updateSpec(mutate func(*v1.KubeVirtSpec)) {
 	e.t.Helper()
-	kv := e.kubeVirt()
-	mutate(&kv.Spec)
-	if err := e.c.Update(context.Background(), kv); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kv := e.kubeVirt()
+		mutate(&kv.Spec)
+		return e.c.Update(context.Background(), kv)
+	})
+	if err != nil {
 		e.t.Fatal(err)
 	}
 }
