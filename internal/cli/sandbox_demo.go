@@ -37,7 +37,7 @@ const demoPoll = time.Second
 // run plays the demo, printing to out; it stops quietly when ctx ends.
 func (d demo) run(ctx context.Context, out io.Writer, vc client.Client, kv client.ObjectKey) error {
 	start := time.Now()
-	cur, err := waitKubeVirt(ctx, vc, kv, func(k *v1.KubeVirt) bool { return deployedOnTarget(k) })
+	cur, err := waitKubeVirt(ctx, vc, kv, deployedOnTarget)
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,11 @@ const (
 	ClusterMonitoringLabel = "openshift.io/cluster-monitoring"
 	// K8sAppLabel: "kubevirt" on ServiceMonitors.
 	K8sAppLabel = "k8s-app"
+
+	// LauncherApp is AppLabel's value on a VMI's virt-launcher pods.
+	LauncherApp = "virt-launcher"
+	// CreatedByLabel on a virt-launcher pod holds the UID of its VMI.
+	CreatedByLabel = "kubevirt.io/created-by"
 )
 
 // Finalizers.

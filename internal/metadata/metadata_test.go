@@ -22,6 +22,8 @@ func TestPinnedStrings(t *testing.T) {
 		KubeVirtFinalizer:                     "kubevirt.io/foregroundDeleteKubeVirt",
 		GenerationAnnotation:                  "kubevirt.io/generation",
 		CustomizerIdentifierAnnotation:        "kubevirt.io/customizer-identifier",
+		AppLabel + "=" + LauncherApp:          "kubevirt.io=virt-launcher",
+		CreatedByLabel:                        "kubevirt.io/created-by",
 	}
 	for got, want := range pinned {
 		if got != want {

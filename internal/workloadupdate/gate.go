@@ -91,10 +91,3 @@ func LastEvictionBatch(kv *v1.KubeVirt) time.Time {
 	}
 	return kv.Status.WorkloadUpdates.LastEvictionBatch.Time
 }
-
-// OutdatedChanged reports whether status.outdatedVirtualMachineInstanceWorkloads must
-// be written to show n.
-func OutdatedChanged(kv *v1.KubeVirt, n int) bool {
-	cur := kv.Status.OutdatedVirtualMachineInstanceWorkloads
-	return cur == nil || *cur != n
-}

@@ -70,15 +70,3 @@ func TestSettingsFrom(t *testing.T) {
 		t.Fatalf("parallel 0 created %d migrations", len(p.Migrate))
 	}
 }
-
-func TestOutdatedChanged(t *testing.T) {
-	kv := kubevirt(v1.KubeVirtPhaseDeployed, "", "")
-	if !OutdatedChanged(kv, 0) {
-		t.Fatal("nil must be written")
-	}
-	n := 3
-	kv.Status.OutdatedVirtualMachineInstanceWorkloads = &n
-	if OutdatedChanged(kv, 3) || !OutdatedChanged(kv, 2) {
-		t.Fatal("compare")
-	}
-}

@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 )
 
 // The operator manages the cluster's one KubeVirt CR; it lists them all to
@@ -56,12 +57,6 @@ type Reconciler struct {
 	// written is the last status written, for reads the cache has not caught up on.
 	written writtenStatus
 }
-
-// Finalizer holds the CR until the uninstall has finished.
-const Finalizer = "kubevirt.io/foregroundDeleteKubeVirt"
-
-// legacyFinalizer is upstream's old finalizer, always stripped.
-const legacyFinalizer = "foregroundDeleteKubeVirt"
 
 // SetupWithManager registers the controller and the watches that bring it back
 // when a managed object changes.
@@ -144,22 +139,22 @@ func (r *Reconciler) patchStatus(ctx context.Context, original, kv *v1.KubeVirt)
 // ensureFinalizer adds the finalizer (and drops the legacy one) in its own
 // metadata patch.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, kv *v1.KubeVirt) error {
-	if controllerutil.ContainsFinalizer(kv, Finalizer) && !controllerutil.ContainsFinalizer(kv, legacyFinalizer) {
+	if controllerutil.ContainsFinalizer(kv, metadata.KubeVirtFinalizer) && !controllerutil.ContainsFinalizer(kv, metadata.LegacyKubeVirtFinalizer) {
 		return nil
 	}
 	patch := client.MergeFrom(kv.DeepCopy())
-	controllerutil.AddFinalizer(kv, Finalizer)
-	controllerutil.RemoveFinalizer(kv, legacyFinalizer)
+	controllerutil.AddFinalizer(kv, metadata.KubeVirtFinalizer)
+	controllerutil.RemoveFinalizer(kv, metadata.LegacyKubeVirtFinalizer)
 	return r.Client.Patch(ctx, kv, patch)
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, kv *v1.KubeVirt) error {
-	if !controllerutil.ContainsFinalizer(kv, Finalizer) && !controllerutil.ContainsFinalizer(kv, legacyFinalizer) {
+	if !controllerutil.ContainsFinalizer(kv, metadata.KubeVirtFinalizer) && !controllerutil.ContainsFinalizer(kv, metadata.LegacyKubeVirtFinalizer) {
 		return nil
 	}
 	patch := client.MergeFrom(kv.DeepCopy())
-	controllerutil.RemoveFinalizer(kv, Finalizer)
-	controllerutil.RemoveFinalizer(kv, legacyFinalizer)
+	controllerutil.RemoveFinalizer(kv, metadata.KubeVirtFinalizer)
+	controllerutil.RemoveFinalizer(kv, metadata.LegacyKubeVirtFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, kv, patch))
 }
 

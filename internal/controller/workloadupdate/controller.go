@@ -69,9 +69,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	target, blocked := targetOf(kv)
-	if target.image == "" {
+	if target.image == "" { // nothing to compare launchers with; the CR's next status change brings us back
 		setMetrics(0, 0)
-		return reconcile.Result{}, nil // no target yet: the CR's next status change brings us back
+		log.FromContext(ctx).V(1).Info("workload updates wait", "reason", blocked)
+		return reconcile.Result{}, nil
 	}
 	vmis := &v1.VirtualMachineInstanceList{}
 	if err := r.Client.List(ctx, vmis, client.UnsafeDisableDeepCopy); err != nil {

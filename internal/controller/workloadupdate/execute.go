@@ -13,14 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
-)
-
-// Launcher pod labels, as virt-controller sets them.
-const (
-	appLabel       = "kubevirt.io"
-	launcherApp    = "virt-launcher"
-	createdByLabel = "kubevirt.io/created-by"
 )
 
 // execute carries out a plan: aborts first (they free slots), then migrations,
@@ -97,7 +91,7 @@ func (r *Reconciler) abort(ctx context.Context, a core.AbortRequest, now time.Ti
 func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, pods, client.InNamespace(vmi.Namespace),
-		client.MatchingLabels{appLabel: launcherApp, createdByLabel: string(vmi.UID)}); err != nil {
+		client.MatchingLabels{metadata.AppLabel: metadata.LauncherApp, metadata.CreatedByLabel: string(vmi.UID)}); err != nil {
 		return nil, fmt.Errorf("listing launcher pods: %w", err)
 	}
 	var found *corev1.Pod

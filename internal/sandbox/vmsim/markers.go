@@ -1,6 +1,10 @@
 package vmsim
 
-import "time"
+import (
+	"time"
+
+	"github.com/virt-operator/virt-operator/internal/metadata"
+)
 
 // Markers a test puts on a VMI (or a VM template) to steer the simulator.
 const (
@@ -30,10 +34,10 @@ const (
 
 // KubeVirt's own labels, as virt-controller puts them on launcher pods.
 const (
-	AppLabel            = "kubevirt.io"
-	LauncherApp         = "virt-launcher"
+	AppLabel            = metadata.AppLabel
+	LauncherApp         = metadata.LauncherApp
 	ControllerApp       = "virt-controller"
-	CreatedByLabel      = "kubevirt.io/created-by"
+	CreatedByLabel      = metadata.CreatedByLabel
 	VMNameLabel         = "vm.kubevirt.io/name"
 	MigrationJobLabel   = "kubevirt.io/migrationJobUID"
 	ComputeContainer    = "compute"

@@ -48,7 +48,6 @@ func BenchmarkWorkloadUpdate1000(b *testing.B) {
 
 		migs := e.followMigrations()
 		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
-		var gateOpen time.Time
 		poll := func(what string, cond func(*v1.KubeVirt) bool) time.Time {
 			deadline := time.Now().Add(15 * time.Minute)
 			for time.Now().Before(deadline) {
@@ -60,7 +59,7 @@ func BenchmarkWorkloadUpdate1000(b *testing.B) {
 			b.Fatalf("timed out waiting for %s", what)
 			return time.Time{}
 		}
-		gateOpen = poll("the upgrade done", func(kv *v1.KubeVirt) bool {
+		gateOpen := poll("the upgrade done", func(kv *v1.KubeVirt) bool {
 			return kv.Status.Phase == v1.KubeVirtPhaseDeployed && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
 				launcherImage(kv) != oldImage
 		})

@@ -231,7 +231,6 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 
 	migs := e.followMigrations()
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
-	gateOpen := false
 	e.eventually("the upgrade done (observed == target)", 5*time.Minute, func() (bool, error) {
 		kv := e.kubeVirt()
 		if kv.Status.ObservedDeploymentID != kv.Status.TargetDeploymentID || kv.Status.Phase != v1.KubeVirtPhaseDeployed {
@@ -240,8 +239,7 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 			}
 			return false, nil
 		}
-		gateOpen = launcherImage(kv) != oldImage
-		return gateOpen, nil
+		return launcherImage(kv) != oldImage, nil
 	})
 
 	e.eventually("a third of the migrations", 3*time.Minute, func() (bool, error) { return migs.total() >= 50, nil })
