@@ -41,6 +41,13 @@ func NextStatus(prev *v1.WorkloadUpdatesStatus, targetID string, p Plan, done Do
 
 // BatchTime is an eviction batch time as status stores it: whole seconds, the
 // precision metav1.Time keeps, so a stored value compares equal to a fresh one.
+// It rounds up: an operator restarted from the stored value waits at least the
+// full interval, never up to a second less.
 func BatchTime(at time.Time) *metav1.Time {
-	return &metav1.Time{Time: at.UTC().Truncate(time.Second)}
+	at = at.UTC()
+	whole := at.Truncate(time.Second)
+	if whole.Before(at) {
+		whole = whole.Add(time.Second)
+	}
+	return &metav1.Time{Time: whole}
 }

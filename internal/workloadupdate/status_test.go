@@ -49,3 +49,23 @@ func TestNextStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestBatchTimeRoundsUp(t *testing.T) {
+	for _, tt := range []struct {
+		at, want time.Time
+	}{
+		{t0, t0},
+		{t0.Add(time.Nanosecond), t0.Add(time.Second)},
+		{t0.Add(999 * time.Millisecond), t0.Add(time.Second)},
+		{t0.Add(time.Second).In(time.FixedZone("X", 3600)), t0.Add(time.Second)},
+	} {
+		got := BatchTime(tt.at)
+		if !got.Time.Equal(tt.want) || got.Location() != time.UTC {
+			t.Errorf("BatchTime(%s) = %s, want %s in UTC", tt.at, got.Time, tt.want)
+		}
+		// An operator restarted from the stored time never evicts early.
+		if got.Time.Before(tt.at) {
+			t.Errorf("BatchTime(%s) = %s is earlier than the batch", tt.at, got.Time)
+		}
+	}
+}

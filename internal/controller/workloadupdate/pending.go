@@ -136,11 +136,12 @@ func (p *pending) batchSent(at time.Time) {
 	p.lastBatch = at
 }
 
-// lastEvictionBatch is the later of the recorded batch and the remembered one.
+// lastEvictionBatch is the batch time to plan from: the remembered one when the
+// recorded one is its rounded-up copy (or older), else the recorded one.
 func (p *pending) lastEvictionBatch(recorded time.Time) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.lastBatch.After(recorded) {
+	if !p.lastBatch.IsZero() && !core.BatchTime(p.lastBatch).Time.Before(recorded) {
 		return p.lastBatch
 	}
 	return recorded

@@ -106,14 +106,26 @@ func TestEvictingUntilReplaced(t *testing.T) {
 	}
 }
 
-func TestLastEvictionBatchIsTheLater(t *testing.T) {
+func TestLastEvictionBatchPrefersTheExactRememberedTime(t *testing.T) {
 	p := newPending()
 	if got := p.lastEvictionBatch(t0); !got.Equal(t0) {
-		t.Fatalf("got %s", got)
+		t.Fatalf("nothing remembered: got %s, want the recorded %s", got, t0)
 	}
-	p.batchSent(t0.Add(time.Minute))
-	if got := p.lastEvictionBatch(t0); !got.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("the remembered batch must win over an older status: got %s", got)
+	sent := t0.Add(time.Minute + 300*time.Millisecond)
+	p.batchSent(sent)
+	for _, tt := range []struct {
+		name     string
+		recorded time.Time
+		want     time.Time
+	}{
+		{"an older status", t0, sent},
+		{"the status still without our write", time.Time{}, sent},
+		{"our write, rounded up to whole seconds", core.BatchTime(sent).Time, sent},
+		{"a later batch by another process", sent.Add(5 * time.Second), sent.Add(5 * time.Second)},
+	} {
+		if got := p.lastEvictionBatch(tt.recorded); !got.Equal(tt.want) {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
 	}
 }
 

@@ -281,8 +281,11 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 		if len(b) > core.DefaultBatchEvictionSize {
 			t.Errorf("eviction batch %d had %d evictions, limit %d", i, len(b), core.DefaultBatchEvictionSize)
 		}
-		// The batch time survives a restart in status with whole seconds.
-		if i > 0 && b[0].Sub(batches[i-1][0]) < interval-1100*time.Millisecond {
+		// A batch starts no sooner than the interval after the previous one, also
+		// across the restart (status keeps the time rounded up to whole seconds);
+		// the slack is for the API calls between a batch's decision and its first
+		// Event.
+		if i > 0 && b[0].Sub(batches[i-1][0]) < interval-500*time.Millisecond {
 			t.Errorf("eviction batch %d came %s after the previous, interval %s", i, b[0].Sub(batches[i-1][0]), interval)
 		}
 	}
