@@ -40,7 +40,8 @@
 //     while the rollout is in progress) with Decision.UpdateStrategy in the same
 //     write; otherwise write only if !SameStrategy or what is carried changes
 //     (PlanTemplate's DropCarried once the rollout has succeeded: the clean
-//     template, which detaches the certificate Secret). On Rollback write the
+//     template, which detaches the certificate Secret, at the strategy
+//     CleanupStrategy gives until every pod runs it). On Rollback write the
 //     previous template instead (and keep it while the phase is Failed).
 //  3. Delete DeletePods, record the generation if RecordGeneration, emit Event,
 //     set Degraded from Decision.Degraded, write Decision.Status, requeue after

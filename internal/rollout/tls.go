@@ -163,6 +163,33 @@ func PlanTemplate(live, desired *appsv1.DaemonSet, phase Phase, specChanged bool
 	return TemplateWrite{DaemonSet: out, Carried: carried}
 }
 
+// CleanupStrategy is the update strategy for the write that drops what the
+// rollout carried over, and for as long as that clean template is still
+// reaching the nodes: the fast step. Every node already runs the target
+// version, which has proven itself; only the carried settings go, and at
+// maxUnavailable 1 that would replace every pod once more, one node at a time
+// (hours on a large cluster). Nil when no clean-up runs: the decision's
+// strategy holds. live is the DaemonSet as it runs.
+func CleanupStrategy(phase Phase, tmpl TemplateWrite, live *appsv1.DaemonSet, p Policy) *appsv1.DaemonSetUpdateStrategy {
+	if phase != PhaseSuccessful || live == nil {
+		return nil
+	}
+	fast := RollingUpdate(p.FastStep)
+	cleaning := SameStrategy(live.Spec.UpdateStrategy, *fast) && templateRolling(live)
+	if tmpl.DropCarried || cleaning {
+		return fast
+	}
+	return nil
+}
+
+// templateRolling: the DaemonSet has not yet put its template on every pod it
+// schedules (an unavailable but updated pod does not count: a node that is down
+// must not keep the fast step).
+func templateRolling(ds *appsv1.DaemonSet) bool {
+	st := ds.Status
+	return st.ObservedGeneration < ds.Generation || st.UpdatedNumberScheduled < st.DesiredNumberScheduled
+}
+
 // preserveSecretVolume returns a copy of desired that mounts the Secret secret
 // as live does (the volume, and each container's mounts of it), when live
 // mounts it and desired does not; otherwise desired itself.

@@ -120,3 +120,42 @@ func TestPlanTemplate(t *testing.T) {
 		})
 	}
 }
+
+func TestCleanupStrategy(t *testing.T) {
+	p := DefaultPolicy()
+	fast := RollingUpdate(p.FastStep)
+	ds := func(strategy *appsv1.DaemonSetUpdateStrategy, generation, observed int64, updated, desired int32) *appsv1.DaemonSet {
+		d := handlerDS()
+		d.Spec.UpdateStrategy = *strategy
+		d.Generation = generation
+		d.Status = appsv1.DaemonSetStatus{ObservedGeneration: observed, UpdatedNumberScheduled: updated, DesiredNumberScheduled: desired, NumberReady: desired}
+		return d
+	}
+	rolledOver := ds(fast, 3, 3, 20, 20)
+	cases := []struct {
+		name  string
+		phase Phase
+		tmpl  TemplateWrite
+		live  *appsv1.DaemonSet
+		want  *appsv1.DaemonSetUpdateStrategy
+	}{
+		{"dropping the carried settings: the fast step", PhaseSuccessful, TemplateWrite{DropCarried: true}, ds(Default(), 2, 2, 20, 20), fast},
+		{"the clean template reaching the nodes: kept at the fast step", PhaseSuccessful, TemplateWrite{}, ds(fast, 3, 3, 6, 20), fast},
+		{"the clean template written, not yet observed: kept", PhaseSuccessful, TemplateWrite{}, ds(fast, 4, 3, 20, 20), fast},
+		{"the clean template on every pod: the decision's strategy (back to 1)", PhaseSuccessful, TemplateWrite{}, rolledOver, nil},
+		{"a node down with an updated pod does not hold the fast step", PhaseSuccessful, TemplateWrite{}, func() *appsv1.DaemonSet {
+			d := rolledOver.DeepCopy()
+			d.Status.NumberUnavailable, d.Status.NumberReady = 1, 19
+			return d
+		}(), nil},
+		{"rolling at maxUnavailable 1 is not a clean-up", PhaseSuccessful, TemplateWrite{}, ds(Default(), 3, 3, 6, 20), nil},
+		{"no clean-up outside Successful", PhaseIncreasing, TemplateWrite{DropCarried: true}, ds(fast, 3, 3, 6, 20), nil},
+		{"no live DaemonSet", PhaseSuccessful, TemplateWrite{DropCarried: true}, nil, nil},
+	}
+	for _, tt := range cases {
+		got := CleanupStrategy(tt.phase, tt.tmpl, tt.live, p)
+		if (got == nil) != (tt.want == nil) || (got != nil && !SameStrategy(*got, *tt.want)) {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -92,13 +92,16 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		return handlerOutcome{}, err
 	}
 	tmpl := rollout.PlanTemplate(liveDS, want, d.Phase, obs.SpecChanged)
+	if s := rollout.CleanupStrategy(d.Phase, tmpl, liveDS, policy); s != nil {
+		d.UpdateStrategy = s
+	}
 	if err := r.writeHandler(ctx, kv, tmpl, liveDS, d, obs.SpecChanged, applier); err != nil {
 		return handlerOutcome{}, err
 	}
 	if tmpl.DropCarried {
 		r.event(kv, "HandlerCarriedOverDropped", "HandlerRollout", fmt.Sprintf(
-			"every node runs the target: virt-handler drops what it kept from the previous template (%s), one node at a time",
-			liveDS.Annotations[rollout.CarriedOverAnnotation]))
+			"every node runs the target: virt-handler drops what it kept from the previous template (%s), maxUnavailable %s",
+			liveDS.Annotations[rollout.CarriedOverAnnotation], policy.FastStep.String()))
 	}
 	for _, name := range d.DeletePods {
 		pod := &corev1.Pod{}
@@ -108,8 +111,8 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		}
 	}
 	heldFor := r.recordHandlerDecision(ctx, kv, d)
-	// Dropping what the rollout carried over replaces every pod once more (one
-	// node at a time): the step is done only when that has rolled over too.
+	// Dropping what the rollout carried over replaces every pod once more (at
+	// the fast step): the step is done only when that has rolled over too.
 	done := d.Done && !tmpl.DropCarried && apply.DaemonSetRolledOver(liveDS, target)
 	reason, message := handlerProblem(d, kv.Status.Conditions)
 	return handlerOutcome{Done: done, RequeueAfter: minPositive(d.RequeueAfter, heldFor), Reason: reason, Message: message}, nil

@@ -197,6 +197,7 @@ func (e *env) tlsCarryOver(t *testing.T, imageTag string) {
 		t.Fatal(err)
 	}
 	hasFlag := func(args []string) bool { return slices.Contains(args, flag) }
+	cleanup := e.watchCleanup(t, hasFlag)
 
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = imageTag })
 	e.eventually("the canary running the target with the flag kept", 2*time.Minute, func() (bool, error) {
@@ -234,6 +235,61 @@ func (e *env) tlsCarryOver(t *testing.T, imageTag string) {
 			t.Fatalf("pod %s still runs with %s once the target is observed", p.Name, flag)
 		}
 	}
+	// The clean-up replaces every pod once more, at the fast step (the version
+	// has proven itself on every node), then the DaemonSet is back at 1.
+	seen := cleanup.stop()
+	if len(seen) == 0 || slices.ContainsFunc(seen, func(s string) bool { return s != "maxUnavailable 10%" }) {
+		t.Fatalf("update strategies while pods dropped %s: %v, want only the fast step", flag, seen)
+	}
+	if s := rollout.StrategyString(e.daemonSet("virt-handler").Spec.UpdateStrategy); s != "maxUnavailable 1" {
+		t.Fatalf("after the clean-up the update strategy is %s, want maxUnavailable 1", s)
+	}
+	t.Logf("strategies during the clean-up: %v", seen)
+}
+
+// cleanupWatch records the virt-handler update strategies seen while the
+// DaemonSet's template no longer has a carried-over setting and a pod still does.
+type cleanupWatch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	seen   []string
+}
+
+func (e *env) watchCleanup(t *testing.T, carried func(args []string) bool) *cleanupWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &cleanupWatch{cancel: cancel, done: make(chan struct{})}
+	t.Cleanup(cancel)
+	go func() {
+		defer close(w.done)
+		_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			if s, cleaning := e.cleanupStrategy(ctx, carried); cleaning && !slices.Contains(w.seen, s) {
+				w.seen = append(w.seen, s)
+			}
+			return false, nil
+		})
+	}()
+	return w
+}
+
+// cleanupStrategy is the virt-handler update strategy, and whether a clean-up
+// runs: the template lacks the carried setting and a pod still has it.
+func (e *env) cleanupStrategy(ctx context.Context, carried func(args []string) bool) (string, bool) {
+	ds, err := e.tryDaemonSet(ctx, "virt-handler")
+	if err != nil || carried(ds.Spec.Template.Spec.Containers[0].Args) {
+		return "", false
+	}
+	pods := &corev1.PodList{}
+	if err := e.c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{metadata.AppLabel: "virt-handler"}); err != nil {
+		return "", false
+	}
+	cleaning := slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp == nil && carried(p.Spec.Containers[0].Args) })
+	return rollout.StrategyString(ds.Spec.UpdateStrategy), cleaning
+}
+
+func (w *cleanupWatch) stop() []string {
+	w.cancel()
+	<-w.done
+	return w.seen
 }
 
 // The operator SIGKILLed during the canary's bake resumes on the same canary
