@@ -284,8 +284,9 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 		// A batch starts no sooner than the interval after the previous one, also
 		// across the restart (status keeps the time rounded up to whole seconds);
 		// the slack is for the API calls between a batch's decision and its first
-		// Event.
-		if i > 0 && b[0].Sub(batches[i-1][0]) < interval-500*time.Millisecond {
+		// Event (the status write, the pod lookup, the eviction), which on a busy
+		// machine can take longer for one batch than for the next.
+		if i > 0 && b[0].Sub(batches[i-1][0]) < interval-time.Second {
 			t.Errorf("eviction batch %d came %s after the previous, interval %s", i, b[0].Sub(batches[i-1][0]), interval)
 		}
 	}
