@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
@@ -34,6 +36,11 @@ const (
 	namespace     = "kubevirt"
 	operatorImage = "quay.io/kubevirt/virt-operator:v1.6.0"
 )
+
+// The in-process operator's logs are not part of the test output (the sandbox's
+// component logs are, on failure): saying so explicitly also keeps
+// controller-runtime from printing a stack trace about a logger never set.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // env is a sandbox with the operator running in this process.
 type env struct {
