@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
@@ -33,26 +35,24 @@ func (ap *Applier) ApplyByKind(ctx context.Context, actions []Action, workers in
 func (ap *Applier) applyConcurrently(ctx context.Context, actions []Action, workers int) ([]v1.GenerationStatus, error) {
 	var (
 		mu   sync.Mutex
-		wg   sync.WaitGroup
 		gens []v1.GenerationStatus
 		errs []error
 	)
-	sem := make(chan struct{}, workers)
+	var g errgroup.Group // its goroutines return nil: every write is attempted, every error kept
+	g.SetLimit(workers)
 	for _, a := range actions {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(a Action) {
-			defer func() { <-sem; wg.Done() }()
-			g, err := ap.Apply(ctx, []Action{a})
+		g.Go(func() error {
+			gen, err := ap.Apply(ctx, []Action{a})
 			mu.Lock()
 			defer mu.Unlock()
-			gens = append(gens, g...)
+			gens = append(gens, gen...)
 			if err != nil {
 				errs = append(errs, err)
 			}
-		}(a)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if len(errs) > 0 {
 		return gens, fmt.Errorf("%d of %d writes failed: %w", len(errs), len(actions), errors.Join(errs...))
 	}
