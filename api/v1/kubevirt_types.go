@@ -176,6 +176,26 @@ type KubeVirtConfiguration struct {
 	MigrationConfiguration  *MigrationConfiguration  `json:"migrations,omitempty"`
 	VirtTemplateDeployment  *VirtTemplateDeployment  `json:"virtTemplateDeployment,omitempty"`
 	RoleAggregationStrategy *RoleAggregationStrategy `json:"roleAggregationStrategy,omitempty"`
+	// PersistentReservationConfiguration deploys virt-handler's pr-helper when enabled
+	// (it wins over the legacy PersistentReservation feature gate).
+	PersistentReservationConfiguration *PersistentReservationConfiguration `json:"persistentReservationConfiguration,omitempty"`
+	// ArchitectureConfiguration holds the default architecture of new VMIs.
+	ArchitectureConfiguration *ArchitectureConfiguration `json:"architectureConfiguration,omitempty"`
+}
+
+// PersistentReservationConfiguration turns SCSI persistent reservation support on or off.
+type PersistentReservationConfiguration struct {
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// ArchitectureConfiguration holds the architecture settings the operator reads.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
+type ArchitectureConfiguration struct {
+	// DefaultArchitecture is written to status.defaultArchitecture, where virt-api's
+	// mutating webhook reads it for VMIs that name no architecture; empty means the
+	// operator's own architecture.
+	DefaultArchitecture string `json:"defaultArchitecture,omitempty"`
 }
 
 // DeveloperConfiguration holds the feature gates.

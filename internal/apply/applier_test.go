@@ -96,10 +96,7 @@ func TestServedOnly(t *testing.T) {
 func TestLiveObjectsAndListManaged(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).Build()
-	d, err := Desired(testStrategy(t), testConfig(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := Desired(testStrategy(t), testConfig(t, nil))
 	live, err := LiveObjects(ctx, c, d)
 	if err != nil || len(live) != 0 {
 		t.Fatalf("empty cluster: %d live, %v", len(live), err)

@@ -253,10 +253,7 @@ func TestFlagCommand(t *testing.T) {
 
 func TestDesiredInjectsMetadata(t *testing.T) {
 	cfg := testConfig(t, nil)
-	out, err := Desired(testStrategy(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := Desired(testStrategy(t), cfg)
 	target := metadata.TargetOf(cfg)
 	for _, o := range out.Objects() {
 		if !metadata.IsManaged(o) || !metadata.IsUpToDate(o, target) {

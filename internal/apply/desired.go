@@ -26,22 +26,19 @@ const DesiredHashAnnotation = "kubevirt.io/virt-operator-desired-hash"
 // ObjectRef names one object: kind, namespace ("" when cluster-scoped) and name.
 type ObjectRef = strategy.ObjectRef
 
-// Desired is the strategy as the operator writes it: Customize, then the
-// operator's labels and install-strategy annotations on every object and on the
-// pod templates of Deployments and DaemonSets. The input is not modified.
-// A customization that does not apply is a *PatchError.
-func Desired(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, error) {
-	out, err := Customize(s, cfg)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range out.Objects() {
+// Desired stamps a customized strategy (Customize's output, with certificates
+// and served kinds settled) with the operator's labels and install-strategy
+// annotations, on every object and on the pod templates of Deployments and
+// DaemonSets. It is the last step before Plan; customization is Customize's alone,
+// so it is never applied twice. It modifies and returns s.
+func Desired(s *strategy.Strategy, cfg *deployid.Config) *strategy.Strategy {
+	for _, o := range s.Objects() {
 		metadata.Inject(o, cfg)
 		if tmpl := podTemplate(o); tmpl != nil {
 			metadata.InjectPodTemplate(tmpl, cfg)
 		}
 	}
-	return out, nil
+	return s
 }
 
 // Hash is a stable digest of obj as we would write it: its canonical JSON

@@ -9,8 +9,9 @@
 // observe.go (reads: LiveObjects, ListManaged, ServedOnly) and applier.go
 // (writes). The controller strings them together:
 //
-//	desired, err := apply.Desired(strategy, cfg)       // *PatchError: Degraded, write nothing
-//	desired, err  = apply.ServedOnly(desired, mapper)  // drop monitoring/OpenShift kinds not served
+//	custom, err  := apply.Customize(strategy, cfg)     // *PatchError: Degraded, write nothing
+//	served, err  := apply.ServedOnly(custom, mapper)   // drop monitoring/OpenShift kinds not served
+//	desired      := apply.Desired(served, cfg)         // the operator's labels and annotations
 //	live, err    := apply.LiveObjects(ctx, reader, desired)
 //	for _, step := range apply.Steps(desired, apply.ChoosePath(target, observed)) {
 //	    gens, err := applier.Apply(ctx, apply.Plan(step.Objects, live, status.Generations))

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,11 +24,12 @@ import (
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
-// LiveObjects GETs every object of the (desired) strategy and the
+// LiveObjects GETs every object of the (desired) strategy but Others, and the
 // PodDisruptionBudgets of its Deployments. Absent objects are absent from the
 // map. The reader's scheme must know every typed kind of the strategy.
 func LiveObjects(ctx context.Context, r client.Reader, s *strategy.Strategy) (map[ObjectRef]client.Object, error) {
 	objs := s.Objects()
+	objs = objs[:len(objs)-len(s.Others)] // Others come last; LiveOthers reads them
 	for _, pdb := range PodDisruptionBudgets(s.Deployments) {
 		objs = append(objs, pdb)
 	}
@@ -48,6 +48,30 @@ func LiveObjects(ctx context.Context, r client.Reader, s *strategy.Strategy) (ma
 	return out, nil
 }
 
+// LiveOthers reads the live copies of objs (a strategy's Others) with one List of
+// the operator's objects per kind instead of a GET each: a release ships over a
+// hundred cluster instancetypes and preferences, and these kinds are not cached.
+// Kinds the cluster does not serve are treated as absent.
+func LiveOthers(ctx context.Context, r client.Reader, objs []*unstructured.Unstructured) (map[ObjectRef]client.Object, error) {
+	out := map[ObjectRef]client.Object{}
+	listed := map[schema.GroupVersionKind]bool{}
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if listed[gvk] {
+			continue
+		}
+		listed[gvk] = true
+		items, err := listManaged(ctx, r, unstructuredList(gvk), "")
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			out[RefOf(it)] = it
+		}
+	}
+	return out, nil
+}
+
 var (
 	sccGVK   = schema.GroupVersionKind{Group: "security.openshift.io", Version: "v1", Kind: strategy.KindSecurityContextConstraints}
 	routeGVK = schema.GroupVersionKind{Group: "route.openshift.io", Version: "v1", Kind: strategy.KindRoute}
@@ -60,7 +84,6 @@ type managedList struct {
 }
 
 var managedLists = []managedList{
-	{func() client.ObjectList { return &schedulingv1.PriorityClassList{} }, false},
 	{func() client.ObjectList { return &corev1.ServiceAccountList{} }, true},
 	{func() client.ObjectList { return &rbacv1.ClusterRoleList{} }, false},
 	{func() client.ObjectList { return &rbacv1.ClusterRoleBindingList{} }, false},
@@ -91,47 +114,84 @@ func unstructuredList(gvk schema.GroupVersionKind) client.ObjectList {
 }
 
 // ListManaged lists every object carrying the managed-by label (current or
-// legacy value) of each kind a strategy can hold, plus PodDisruptionBudgets.
-// Namespaced kinds are listed in namespace ("" for all namespaces: monitoring
-// objects live in the monitoring namespace). Kinds whose API the cluster does
-// not serve (SCC and Route off OpenShift, monitoring without prometheus-operator)
-// are skipped. The result feeds Orphans and UninstallOrder.
-func ListManaged(ctx context.Context, r client.Reader, namespace string) ([]client.Object, error) {
+// legacy value) of each kind a strategy can hold, plus PodDisruptionBudgets and
+// the extra kinds given (a strategy's Others). Namespaced kinds are listed in
+// namespace ("" for all namespaces: monitoring objects live in the monitoring
+// namespace). Kinds whose API the cluster does not serve (SCC and Route off
+// OpenShift, monitoring without prometheus-operator) are skipped. The result
+// feeds Orphans and UninstallOrder.
+func ListManaged(ctx context.Context, r client.Reader, namespace string, extra ...schema.GroupVersionKind) ([]client.Object, error) {
+	var out []client.Object
+	for _, ml := range managedLists {
+		ns := ""
+		if ml.namespaced {
+			ns = namespace
+		}
+		items, err := listManaged(ctx, r, ml.list(), ns)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+	}
+	for _, gvk := range extra {
+		items, err := listManaged(ctx, r, unstructuredList(gvk), "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+	}
+	return out, nil
+}
+
+// listManaged lists the operator's objects of one kind (in namespace, or
+// everywhere for ""); a kind the cluster does not serve lists nothing.
+func listManaged(ctx context.Context, r client.Reader, list client.ObjectList, namespace string) ([]client.Object, error) {
 	req, err := labels.NewRequirement(metadata.ManagedByLabel, selection.In,
 		[]string{metadata.ManagedByValue, metadata.LegacyManagedByValue})
 	if err != nil {
 		return nil, err
 	}
-	selector := client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}
-	var out []client.Object
-	for _, ml := range managedLists {
-		list := ml.list()
-		opts := []client.ListOption{selector}
-		if ml.namespaced && namespace != "" {
-			opts = append(opts, client.InNamespace(namespace))
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := r.List(ctx, list, opts...); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil
 		}
-		if err := r.List(ctx, list, opts...); err != nil {
-			if meta.IsNoMatchError(err) {
-				continue
-			}
-			return nil, fmt.Errorf("listing managed %T: %w", list, err)
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range items {
-			if o, ok := it.(client.Object); ok {
-				out = append(out, o)
-			}
+		return nil, fmt.Errorf("listing managed %T: %w", list, err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]client.Object, 0, len(items))
+	for _, it := range items {
+		if o, ok := it.(client.Object); ok {
+			out = append(out, o)
 		}
 	}
 	return out, nil
 }
 
+// KindsOf lists the distinct kinds of objs, in order.
+func KindsOf(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, o := range objs {
+		if gvk := o.GroupVersionKind(); !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	return out
+}
+
 // ServedOnly returns s (shallow) without the optional kinds whose API the
 // cluster does not serve: SCCs and Routes (OpenShift only), ServiceMonitors and
-// PrometheusRules (prometheus-operator), admission policies (older clusters).
+// PrometheusRules (prometheus-operator), admission policies (older clusters),
+// and any of Others whose kind is not served yet (their CRDs are the strategy's
+// own: on a first install they are served from the pass after the CRDs went in).
 // Run it before LiveObjects, Plan and Steps so none of them sees such a kind.
 func ServedOnly(s *strategy.Strategy, mapper meta.RESTMapper) (*strategy.Strategy, error) {
 	out := *s
@@ -151,13 +211,38 @@ func ServedOnly(s *strategy.Strategy, mapper meta.RESTMapper) (*strategy.Strateg
 		if k.n == 0 {
 			continue
 		}
-		_, err := mapper.RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
-		switch {
-		case meta.IsNoMatchError(err):
+		served, err := isServed(mapper, k.gvk)
+		if err != nil {
+			return nil, err
+		}
+		if !served {
 			k.drop()
-		case err != nil:
-			return nil, fmt.Errorf("is %s served: %w", k.gvk.Kind, err)
+		}
+	}
+	out.Others = nil
+	servedKinds := map[schema.GroupVersionKind]bool{}
+	for _, gvk := range KindsOf(s.Others) {
+		served, err := isServed(mapper, gvk)
+		if err != nil {
+			return nil, err
+		}
+		servedKinds[gvk] = served
+	}
+	for _, o := range s.Others {
+		if servedKinds[o.GroupVersionKind()] {
+			out.Others = append(out.Others, o)
 		}
 	}
 	return &out, nil
+}
+
+func isServed(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("is %s served: %w", gvk.Kind, err)
+	}
+	return true, nil
 }

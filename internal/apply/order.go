@@ -49,6 +49,11 @@ const (
 	StepVirtAPI       = "virt-api"
 	StepControllers   = "controllers"
 	StepVirtHandler   = "virt-handler"
+	// StepExtras holds the kinds without a typed list (the cluster instancetypes
+	// and preferences, anything a release's own dump adds): written once every
+	// component is up, as upstream writes its instancetypes after rollover, since
+	// their CRDs and virt-api's admission webhooks must serve them first.
+	StepExtras = "extras"
 )
 
 // Step is a group of objects written together; the next step starts only when
@@ -65,10 +70,10 @@ type Step struct {
 // admission policies and webhooks, APIServices, Routes and monitoring. Then
 // the workloads by path; a Deployment's PodDisruptionBudget follows it. The
 // controllers step holds virt-controller, virt-exportproxy,
-// virt-synchronization-controller and any other Deployment except virt-api.
+// virt-synchronization-controller and any other Deployment except virt-api (the
+// virt-template ones). StepExtras comes last on both paths.
 func Steps(s *strategy.Strategy, path Path) []Step {
 	var pre []client.Object
-	pre = appendObjs(pre, s.PriorityClasses)
 	pre = appendObjs(pre, s.CRDs)
 	pre = appendObjs(pre, s.ServiceAccounts)
 	pre = appendObjs(pre, s.ClusterRoles)
@@ -113,6 +118,7 @@ func Steps(s *strategy.Strategy, path Path) []Step {
 	} else {
 		steps = append(steps, Step{StepVirtAPI, api}, Step{StepControllers, controllers}, Step{StepVirtHandler, handler})
 	}
+	steps = append(steps, Step{StepExtras, appendObjs(nil, s.Others)})
 	out := steps[:0]
 	for _, st := range steps {
 		if len(st.Objects) > 0 {

@@ -21,7 +21,6 @@ var orphanOrder = []string{
 	"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "CustomResourceDefinition",
 	"DaemonSet", "Deployment", "PodDisruptionBudget", "Service", "ClusterRoleBinding", "ClusterRole",
 	"RoleBinding", "Role", "ServiceAccount", "SecurityContextConstraints", "Route", "PrometheusRule", "ServiceMonitor",
-	"PriorityClass",
 }
 
 // uninstallOrder is §1.9's: CRDs first (their deletion removes the workloads,
@@ -31,7 +30,7 @@ var uninstallOrder = []string{
 	"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "APIService", "Service",
 	"ServiceMonitor", "PrometheusRule", "ClusterRoleBinding", "ClusterRole", "RoleBinding", "Role",
 	"ServiceAccount", "Secret", "ConfigMap", "SecurityContextConstraints", "Route",
-	"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "PriorityClass",
+	"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy",
 }
 
 // Orphans are the live objects the operator manages (metadata.IsManaged) whose

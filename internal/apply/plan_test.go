@@ -81,10 +81,7 @@ func ops(actions []Action) map[string]Op {
 
 func desiredObjects(t *testing.T) []client.Object {
 	t.Helper()
-	d, err := Desired(testStrategy(t), testConfig(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := Desired(testStrategy(t), testConfig(t, nil))
 	return d.Objects()
 }
 

@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/strategy/generate"
 )
 
@@ -25,24 +27,27 @@ func NewRenderCommand() *cobra.Command {
 }
 
 type renderOptions struct {
-	file, output, monitoringNamespace string
-	env                               []string
-	openShift                         bool
+	file, output, monitoringNamespace, kubevirtVersion string
+	env                                                []string
 }
 
 func newRenderCommand(processEnv deployid.Env) *cobra.Command {
 	var o renderOptions
 	cmd := &cobra.Command{
-		Use:   "render -f KUBEVIRT.yaml [--env NAME=VALUE]... [--monitoring-namespace NS] [--openshift] [-o yaml|names]",
+		Use:   "render -f KUBEVIRT.yaml [--kubevirt-version V] [--env NAME=VALUE]... [--monitoring-namespace NS] [-o yaml|names]",
 		Short: "Print the install strategy the operator would generate for a KubeVirt CR",
 		Long: `Print the install strategy for a KubeVirt CR: with -o yaml (default) every object as
 multi-document YAML, CRDs first, ready for kubectl apply once the KubeVirt namespace
 exists; with -o names one sorted line per object, "Kind namespace/name" or "Kind name".
 The deployment config is built as deployment-id builds it (same environment, same
---env overrides). --monitoring-namespace says where Prometheus was found (adds the
-ServiceMonitor, PrometheusRule and their RBAC); --openshift adds the SCCs and Route.
-Placement (spec.infra, spec.workloads) and customizeComponents are applied by the
-operator on top of this strategy and are not shown.`,
+--env overrides); the KubeVirt release is the CR's spec.imageTag, else --kubevirt-version,
+else what the environment names, else the newest supported one ("virt-operator versions").
+--monitoring-namespace says where Prometheus was found (adds the ServiceMonitor,
+PrometheusRule and their RBAC). As upstream's, the strategy always holds the OpenShift
+SCCs and Route; the operator writes them only where their APIs are served. Placement
+(spec.infra, spec.workloads) and customizeComponents are applied by the operator on top
+of this strategy and are not shown. A release the builtin generator does not know is
+an error: the operator has that release's own operator image generate it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -60,7 +65,7 @@ operator on top of this strategy and are not shown.`,
 	f.StringVarP(&o.file, "file", "f", "", "the KubeVirt CR, as YAML or JSON")
 	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE to set in the operator's environment (repeatable)")
 	f.StringVar(&o.monitoringNamespace, "monitoring-namespace", "", "namespace where Prometheus' ServiceAccount is (empty: no monitoring objects)")
-	f.BoolVar(&o.openShift, "openshift", false, "render for a cluster that serves the OpenShift APIs")
+	f.StringVar(&o.kubevirtVersion, "kubevirt-version", "", "the KubeVirt release to render when the CR has no spec.imageTag (e.g. v1.8.4)")
 	f.StringVarP(&o.output, "output", "o", "yaml", "what to print: yaml, or names")
 	return cmd
 }
@@ -69,11 +74,18 @@ func runRender(out io.Writer, o renderOptions, processEnv deployid.Env) error {
 	if o.output != "yaml" && o.output != "names" {
 		return UsageError(fmt.Errorf("-o %q: want yaml or names", o.output))
 	}
-	cfg, err := configFromFile(o.file, processEnv, o.env)
+	if o.kubevirtVersion != "" && !release.IsVersion(o.kubevirtVersion) {
+		return UsageError(fmt.Errorf("--kubevirt-version %q is not a KubeVirt release version (e.g. v1.9.0)", o.kubevirtVersion))
+	}
+	cfg, err := configFromFile(o.file, processEnv, o.env, func(kv *v1.KubeVirt) {
+		if kv.Spec.ImageTag == "" {
+			kv.Spec.ImageTag = o.kubevirtVersion
+		}
+	})
 	if err != nil {
 		return err
 	}
-	s, err := generate.Generate(generate.Input{Config: cfg, MonitorNamespace: o.monitoringNamespace, OpenShift: o.openShift})
+	s, err := generate.Generate(generate.Input{Config: cfg, MonitorNamespace: o.monitoringNamespace})
 	if err != nil {
 		return UsageError(fmt.Errorf("%s: %w", o.file, err))
 	}
@@ -97,7 +109,7 @@ func runRender(out io.Writer, o renderOptions, processEnv deployid.Env) error {
 // deployment-id does: the process environment with the --env overrides, and a
 // KubeVirt without namespace taken to live in $POD_NAMESPACE, else kubevirt.
 // Every failure is bad input.
-func configFromFile(file string, processEnv deployid.Env, overrides []string) (*deployid.Config, error) {
+func configFromFile(file string, processEnv deployid.Env, overrides []string, edits ...func(*v1.KubeVirt)) (*deployid.Config, error) {
 	if file == "" {
 		return nil, UsageError(errors.New("-f KUBEVIRT.yaml is required"))
 	}
@@ -108,6 +120,9 @@ func configFromFile(file string, processEnv deployid.Env, overrides []string) (*
 	kv, err := loadKubeVirt(file)
 	if err != nil {
 		return nil, UsageError(err)
+	}
+	for _, edit := range edits {
+		edit(kv)
 	}
 	if kv.Namespace == "" {
 		kv.Namespace = "kubevirt"

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/release"
 )
 
 // Feature gates whose state changes which objects the operator creates.
@@ -25,49 +26,37 @@ const RoleAggregationManual v1.RoleAggregationStrategy = "Manual"
 // writes the key, so we do too.
 const defaultHypervisor = "kvm"
 
-// featureGates answers "is this gate on" as upstream does: a gate listed in
-// disabledFeatureGates is off; one listed in featureGates is on; otherwise a Beta
-// gate is on and an Alpha gate off.
-type featureGates struct {
-	enabled, disabled []string
-}
-
-func gatesOf(c *v1.KubeVirtConfiguration) featureGates {
-	if c.DeveloperConfiguration == nil {
-		return featureGates{}
-	}
-	return featureGates{enabled: c.DeveloperConfiguration.FeatureGates, disabled: c.DeveloperConfiguration.DisabledFeatureGates}
-}
-
-func (g featureGates) alpha(name string) bool {
-	return !slices.Contains(g.disabled, name) && slices.Contains(g.enabled, name)
-}
-
-func (g featureGates) beta(name string) bool {
-	return !slices.Contains(g.disabled, name)
-}
-
 // featureGateProperties derives the presence keys of §2.5 (plus the two gates that
-// add or remove components in our operator). Gates that only change component
-// behaviour are read live by the components and stay out of the ID.
-func featureGateProperties(c *v1.KubeVirtConfiguration) map[string]string {
-	g := gatesOf(c)
+// add or remove components in our operator) by the gate rules of the target
+// release: v1.8 counts only listed gates, v1.9 turns Beta gates on unless they are
+// disabled. Gates that only change component behaviour are read live by the
+// components and stay out of the ID.
+func featureGateProperties(c *v1.KubeVirtConfiguration, rules *release.Release) map[string]string {
+	var enabled, disabled []string
+	if d := c.DeveloperConfiguration; d != nil {
+		enabled, disabled = d.FeatureGates, d.DisabledFeatureGates
+	}
+	on := func(gate string) bool { return rules.GateEnabled(gate, enabled, disabled) }
 	out := map[string]string{KeyHypervisorName: defaultHypervisor}
-	set := func(key string, on bool) {
-		if on {
+	set := func(key string, value bool) {
+		if value {
 			out[key] = flagOn
 		}
 	}
-	// Our API has no persistentReservationConfiguration, so only the legacy gate counts.
-	set(KeyPersistentReservationEnabled, g.alpha(GatePersistentReservation))
+	// persistentReservationConfiguration wins; without it the legacy gate, listed, counts.
+	if pr := c.PersistentReservationConfiguration; pr != nil && pr.Enabled != nil {
+		set(KeyPersistentReservationEnabled, *pr.Enabled)
+	} else {
+		set(KeyPersistentReservationEnabled, slices.Contains(enabled, GatePersistentReservation))
+	}
 	templateWanted := c.VirtTemplateDeployment == nil || c.VirtTemplateDeployment.Enabled == nil || *c.VirtTemplateDeployment.Enabled
-	set(KeyVirtTemplateDeploymentEnabled, g.beta(GateTemplate) && templateWanted)
-	set(KeyExternalNetResourceInjection, g.beta(GateExternalNetResourceInject))
-	set(KeyVMStatsCollectorEnabled, g.alpha(GateVMStatsCollector))
-	set(KeyPluginsEnabled, g.alpha(GatePlugins))
+	set(KeyVirtTemplateDeploymentEnabled, on(GateTemplate) && templateWanted)
+	set(KeyExternalNetResourceInjection, on(GateExternalNetResourceInject))
+	set(KeyVMStatsCollectorEnabled, on(GateVMStatsCollector))
+	set(KeyPluginsEnabled, on(GatePlugins))
 	manual := c.RoleAggregationStrategy != nil && *c.RoleAggregationStrategy == RoleAggregationManual
-	set(KeyOptOutRoleAggregation, g.beta(GateOptOutRoleAggregation) && manual)
-	set(KeyDecentralizedLiveMigrationEnabled, g.beta(GateDecentralizedLiveMigration))
-	set(KeyContainerPathVolumesEnabled, g.alpha(GateContainerPathVolumes))
+	set(KeyOptOutRoleAggregation, on(GateOptOutRoleAggregation) && manual)
+	set(KeyDecentralizedLiveMigrationEnabled, on(GateDecentralizedLiveMigration))
+	set(KeyContainerPathVolumesEnabled, on(GateContainerPathVolumes))
 	return out
 }

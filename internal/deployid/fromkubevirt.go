@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/release"
+	"github.com/virt-operator/virt-operator/internal/version"
 )
 
 // Environment variables the operator reads (§2.2).
@@ -42,7 +44,7 @@ func FromKubeVirt(kv *v1.KubeVirt, env Env) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range featureGateProperties(&spec.Configuration) {
+	for k, v := range featureGateProperties(&spec.Configuration, release.RulesFor(cfg.KubeVirtVersion)) {
 		props[k] = v
 	}
 	cfg.AdditionalProperties = props
@@ -58,13 +60,24 @@ func FromKubeVirt(kv *v1.KubeVirt, env Env) (*Config, error) {
 	return cfg, nil
 }
 
+// DefaultRegistry holds KubeVirt's images when the operator's image does not say
+// where they are (it is this operator's own image, not a KubeVirt release's).
+const DefaultRegistry = "quay.io/kubevirt"
+
 // setImages fills registry, prefix, version and component images (§2.2, §2.3).
 //
-// Upstream quirk NOT copied: when spec.imageRegistry or spec.imageTag is set,
-// upstream writes the operator image as <registry>/virt-operator:<tag>, dropping the
-// parsed prefix, while every other component keeps it. We keep the prefix
-// (<registry>/<prefix>virt-operator:<tag>) so the strategy Job runs the operator
-// from the same repository layout as the components. All §2.3 examples still hold.
+// The operator image (VIRT_OPERATOR_IMAGE, else OPERATOR_IMAGE) names a KubeVirt
+// release when its tag reads as a release version (v1.9.0) other than this
+// operator's own version, or, for a digest or an unparsable image, when
+// KUBEVIRT_VERSION is set: then registry, prefix and version come from it as
+// upstream reads them (the tag beats KUBEVIRT_VERSION). Otherwise it is this
+// operator's own image and says nothing about KubeVirt: the version is
+// KUBEVIRT_VERSION, else the default release (release.Default), from
+// DefaultRegistry. spec.imageRegistry and spec.imageTag override both.
+//
+// virtOperatorImage is the image whose dump mode generates the strategy: this
+// operator's own image for a release line the builtin generator knows, else the
+// target release's own operator, <registry>/<prefix>virt-operator:<version>.
 func setImages(cfg *Config, spec *v1.KubeVirtSpec, env Env) {
 	operatorImage, ok := lookupNonEmpty(env, EnvVirtOperatorImage)
 	if !ok {
@@ -72,8 +85,14 @@ func setImages(cfg *Config, spec *v1.KubeVirtSpec, env Env) {
 	}
 	envVersion, _ := lookupNonEmpty(env, EnvKubeVirtVersion)
 	parsed := parseOperatorImage(operatorImage, envVersion)
-
-	cfg.Registry, cfg.ImagePrefix, cfg.KubeVirtVersion = parsed.registry, parsed.prefix, parsed.version
+	if namesRelease(operatorImage, parsed, envVersion) {
+		cfg.Registry, cfg.ImagePrefix, cfg.KubeVirtVersion = parsed.registry, parsed.prefix, parsed.version
+	} else {
+		cfg.Registry, cfg.KubeVirtVersion = DefaultRegistry, release.Default().Version
+		if envVersion != "" {
+			cfg.KubeVirtVersion = envVersion
+		}
+	}
 	if spec.ImageRegistry != "" {
 		cfg.Registry = spec.ImageRegistry
 	}
@@ -81,7 +100,7 @@ func setImages(cfg *Config, spec *v1.KubeVirtSpec, env Env) {
 		cfg.KubeVirtVersion = spec.ImageTag
 	}
 	cfg.VirtOperatorImage = operatorImage
-	if spec.ImageRegistry != "" || spec.ImageTag != "" {
+	if _, builtin := release.Lookup(cfg.KubeVirtVersion); !builtin || operatorImage == "" {
 		cfg.VirtOperatorImage = buildImage(cfg.Registry, cfg.ImagePrefix+string(Operator), cfg.KubeVirtVersion)
 	}
 	// Overrides win over the spec, as upstream: they are full image references.
@@ -93,6 +112,14 @@ func setImages(cfg *Config, spec *v1.KubeVirtSpec, env Env) {
 			*s.field(&cfg.ComponentImages) = img
 		}
 	}
+}
+
+// namesRelease says whether the operator image is a KubeVirt release's (see setImages).
+func namesRelease(image string, parsed parsedOperatorImage, envVersion string) bool {
+	if tag, ok := imageTag(image); ok {
+		return release.IsVersion(tag) && tag != version.Version
+	}
+	return envVersion != "" && operatorImagePattern.MatchString(image)
 }
 
 // passthroughEnv collects KV_IO_EXTRA_ENV_<NAME>=<value>. The value is everything

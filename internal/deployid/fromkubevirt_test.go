@@ -183,7 +183,7 @@ func TestGettersFromSpec(t *testing.T) {
 		t.Errorf("feature-gate switches wrong: %v", cfg.AdditionalProperties)
 	}
 	defaults := mustConfig(t, newKubeVirt(), baseEnv())
-	if !defaults.VirtTemplateDeploymentEnabled() || !defaults.DecentralizedLiveMigrationEnabled() || defaults.VMStatsCollectorEnabled() {
+	if !defaults.VirtTemplateDeploymentEnabled() || defaults.DecentralizedLiveMigrationEnabled() || defaults.VMStatsCollectorEnabled() {
 		t.Errorf("Beta gates should default on and Alpha off: %v", defaults.AdditionalProperties)
 	}
 }

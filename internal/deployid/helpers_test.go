@@ -8,11 +8,12 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
-// baseEnv is an operator environment as a release manifest sets it.
+// baseEnv is an operator environment as a release manifest sets it: a v1.9
+// release, so the feature-gate rules are v1.9's (Beta gates on by default).
 func baseEnv() MapEnv {
 	return MapEnv{
-		EnvVirtOperatorImage: "quay.io/kubevirt/virt-operator:v1.7.0",
-		EnvKubeVirtVersion:   "v1.7.0",
+		EnvVirtOperatorImage: "quay.io/kubevirt/virt-operator:v1.9.0",
+		EnvKubeVirtVersion:   "v1.9.0",
 	}
 }
 

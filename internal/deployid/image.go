@@ -93,6 +93,30 @@ func buildImage(registry, name, version string) string {
 // before the last '/' that precedes <prefix>virt-operator), prefix and suffix.
 var operatorImagePattern = regexp.MustCompile(`^(.*)/(.*)virt-operator([@:].*)?$`)
 
+// imageTag is the tag of an operator image matching operatorImagePattern
+// ("name:tag" or "name:tag@sha256:..."); false for a digest alone, no tag, or no match.
+func imageTag(image string) (string, bool) {
+	m := operatorImagePattern.FindStringSubmatch(image)
+	if m == nil || !strings.HasPrefix(m[3], ":") {
+		return "", false
+	}
+	tag, _, _ := strings.Cut(m[3][1:], "@")
+	return tag, tag != ""
+}
+
+// ImageAt is the image of comp at version, unless an override names it fully:
+// for components versioned apart from KubeVirt (virt-template).
+func (c *Config) ImageAt(comp Component, version string) string {
+	for _, s := range componentSources {
+		if s.component == comp {
+			if img := *s.field(&c.ComponentImages); img != "" {
+				return img
+			}
+		}
+	}
+	return buildImage(c.Registry, c.ImagePrefix+string(comp), version)
+}
+
 // parsedOperatorImage is what the operator image says about the installation.
 type parsedOperatorImage struct {
 	registry, prefix, version string

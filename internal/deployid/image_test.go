@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/version"
 )
 
 func TestParseOperatorImage(t *testing.T) {
@@ -32,8 +33,11 @@ func TestParseOperatorImage(t *testing.T) {
 	}
 }
 
-// TestUpstreamImageExamples runs §2.3's examples end to end through FromKubeVirt.
-func TestUpstreamImageExamples(t *testing.T) {
+// TestReleaseFromTheEnvironment: how the KubeVirt release, registry and prefix, and
+// the image that dumps the strategy, follow from the operator's environment and spec.
+func TestReleaseFromTheEnvironment(t *testing.T) {
+	defer func(v string) { version.Version = v }(version.Version)
+	version.Version = "v0.3.0" // this operator's own release
 	tests := []struct {
 		name                                             string
 		env                                              MapEnv
@@ -41,38 +45,56 @@ func TestUpstreamImageExamples(t *testing.T) {
 		wantRegistry, wantPrefix, wantVersion, wantOpImg string
 	}{
 		{
-			name: "registry with port", env: MapEnv{EnvVirtOperatorImage: "reg:1234/kubevirt/virt-operator:latest"},
-			wantRegistry: "reg:1234/kubevirt", wantVersion: "latest", wantOpImg: "reg:1234/kubevirt/virt-operator:latest",
+			name: "a release's image, registry with port", env: MapEnv{EnvVirtOperatorImage: "reg:1234/kubevirt/virt-operator:v1.9.0"},
+			wantRegistry: "reg:1234/kubevirt", wantVersion: "v1.9.0", wantOpImg: "reg:1234/kubevirt/virt-operator:v1.9.0",
 		},
 		{
-			name: "digest", env: MapEnv{EnvVirtOperatorImage: "kubevirt/virt-operator@sha256:abcdef"},
-			wantRegistry: "kubevirt", wantVersion: "latest", wantOpImg: "kubevirt/virt-operator@sha256:abcdef",
+			name: "this operator's own image (not a release tag)", env: MapEnv{EnvVirtOperatorImage: "ghcr.io/acme/virt-operator:devel"},
+			wantRegistry: DefaultRegistry, wantVersion: "v1.9.0", wantOpImg: "ghcr.io/acme/virt-operator:devel",
 		},
 		{
-			name: "spec registry rewrites the operator image", env: MapEnv{EnvVirtOperatorImage: "registry/kubevirt/virt-operator"},
-			spec:         func(kv *v1.KubeVirt) { kv.Spec.ImageRegistry = "quay.io/kubevirt" },
-			wantRegistry: "quay.io/kubevirt", wantVersion: "latest", wantOpImg: "quay.io/kubevirt/virt-operator:latest",
+			name: "this operator's own image (tagged with its own version)", env: MapEnv{EnvVirtOperatorImage: "ghcr.io/acme/virt-operator:v0.3.0"},
+			wantRegistry: DefaultRegistry, wantVersion: "v1.9.0", wantOpImg: "ghcr.io/acme/virt-operator:v0.3.0",
 		},
 		{
-			name:         "prefix and tag over KUBEVIRT_VERSION",
+			name: "own image and KUBEVIRT_VERSION", env: MapEnv{EnvVirtOperatorImage: "ghcr.io/acme/virt-operator:latest", EnvKubeVirtVersion: "v1.8.4"},
+			wantRegistry: DefaultRegistry, wantVersion: "v1.8.4", wantOpImg: "ghcr.io/acme/virt-operator:latest",
+		},
+		{
+			name: "a digest names a release with KUBEVIRT_VERSION", env: MapEnv{EnvVirtOperatorImage: "kubevirt/virt-operator@sha256:abcdef", EnvKubeVirtVersion: "v1.8.4"},
+			wantRegistry: "kubevirt", wantVersion: "v1.8.4", wantOpImg: "kubevirt/virt-operator@sha256:abcdef",
+		},
+		{
+			name: "a digest alone is this operator's image", env: MapEnv{EnvVirtOperatorImage: "kubevirt/virt-operator@sha256:abcdef"},
+			wantRegistry: DefaultRegistry, wantVersion: "v1.9.0", wantOpImg: "kubevirt/virt-operator@sha256:abcdef",
+		},
+		{
+			name: "spec registry and tag of a known line keep the operator's own image", env: MapEnv{EnvVirtOperatorImage: "ghcr.io/acme/virt-operator:devel"},
+			spec:         func(kv *v1.KubeVirt) { kv.Spec.ImageRegistry, kv.Spec.ImageTag = "mirror.io/kv", "v1.8.4" },
+			wantRegistry: "mirror.io/kv", wantVersion: "v1.8.4", wantOpImg: "ghcr.io/acme/virt-operator:devel",
+		},
+		{
+			name: "a release the builtin generator does not know is dumped by its own operator", env: MapEnv{EnvVirtOperatorImage: "ghcr.io/acme/virt-operator:devel"},
+			spec:         func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v1.7.4" },
+			wantRegistry: DefaultRegistry, wantVersion: "v1.7.4", wantOpImg: "quay.io/kubevirt/virt-operator:v1.7.4",
+		},
+		{
+			name:         "prefix and tag over KUBEVIRT_VERSION, as upstream",
 			env:          MapEnv{EnvVirtOperatorImage: "acme.com/kubevirt/my-virt-operator:v3.0.0", EnvKubeVirtVersion: "v3.0.0-env.var"},
 			wantRegistry: "acme.com/kubevirt", wantPrefix: "my-", wantVersion: "v3.0.0", wantOpImg: "acme.com/kubevirt/my-virt-operator:v3.0.0",
 		},
 		{
-			name: "OPERATOR_IMAGE is the fallback", env: MapEnv{EnvOperatorImage: "old/virt-operator:v1"},
-			wantRegistry: "old", wantVersion: "v1", wantOpImg: "old/virt-operator:v1",
+			name: "OPERATOR_IMAGE is the fallback", env: MapEnv{EnvOperatorImage: "old/virt-operator:v1.8.4"},
+			wantRegistry: "old", wantVersion: "v1.8.4", wantOpImg: "old/virt-operator:v1.8.4",
 		},
 		{
 			name:         "VIRT_OPERATOR_IMAGE wins over OPERATOR_IMAGE",
-			env:          MapEnv{EnvOperatorImage: "old/virt-operator:v1", EnvVirtOperatorImage: "new/virt-operator:v2"},
-			wantRegistry: "new", wantVersion: "v2", wantOpImg: "new/virt-operator:v2",
+			env:          MapEnv{EnvOperatorImage: "old/virt-operator:v1.8.4", EnvVirtOperatorImage: "new/virt-operator:v1.9.0"},
+			wantRegistry: "new", wantVersion: "v1.9.0", wantOpImg: "new/virt-operator:v1.9.0",
 		},
 		{
-			// Our decision (see setImages): the prefix stays in the operator image.
-			name:         "spec tag keeps the prefix in the operator image",
-			env:          MapEnv{EnvVirtOperatorImage: "acme.com/kubevirt/my-virt-operator:v3.0.0"},
-			spec:         func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v4" },
-			wantRegistry: "acme.com/kubevirt", wantPrefix: "my-", wantVersion: "v4", wantOpImg: "acme.com/kubevirt/my-virt-operator:v4",
+			name: "no operator image at all", env: MapEnv{},
+			wantRegistry: DefaultRegistry, wantVersion: "v1.9.0", wantOpImg: "quay.io/kubevirt/virt-operator:v1.9.0",
 		},
 	}
 	for _, tt := range tests {
@@ -94,14 +116,14 @@ func TestUpstreamImageExamples(t *testing.T) {
 }
 
 func TestComponentImages(t *testing.T) {
-	env := MapEnv{EnvVirtOperatorImage: "acme.com/kv/my-virt-operator:v3", "VIRT_LAUNCHER_IMAGE": "mirror/launcher@sha256:aa"}
+	env := MapEnv{EnvVirtOperatorImage: "acme.com/kv/my-virt-operator:v3.0.0", "VIRT_LAUNCHER_IMAGE": "mirror/launcher@sha256:aa"}
 	cfg := mustConfig(t, newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageRegistry = "spec.io/kv" }), env)
 	tests := map[Component]string{
-		API:          "spec.io/kv/my-virt-api:v3",
-		Handler:      "spec.io/kv/my-virt-handler:v3",
+		API:          "spec.io/kv/my-virt-api:v3.0.0",
+		Handler:      "spec.io/kv/my-virt-handler:v3.0.0",
 		Launcher:     "mirror/launcher@sha256:aa", // env overrides win over the spec and stay verbatim
-		GuestfsTools: "spec.io/kv/my-libguestfs-tools:v3",
-		Operator:     "spec.io/kv/my-virt-operator:v3",
+		GuestfsTools: "spec.io/kv/my-libguestfs-tools:v3.0.0",
+		Operator:     "spec.io/kv/my-virt-operator:v3.0.0", // not a known line: its own operator, from the spec's registry
 		"unknown":    "",
 	}
 	for comp, want := range tests {
@@ -109,7 +131,7 @@ func TestComponentImages(t *testing.T) {
 			t.Errorf("Image(%s) = %q, want %q", comp, got, want)
 		}
 	}
-	digest := mustConfig(t, newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "sha256:beef" }), MapEnv{EnvVirtOperatorImage: "r/virt-operator:v1"})
+	digest := mustConfig(t, newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "sha256:beef" }), MapEnv{EnvVirtOperatorImage: "r/virt-operator:v1.9.0"})
 	if got := digest.Image(Controller); got != "r/virt-controller@sha256:beef" {
 		t.Errorf("digest version: Image(controller) = %q", got)
 	}

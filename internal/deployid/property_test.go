@@ -24,7 +24,7 @@ func set(f func(*v1.KubeVirtSpec)) func(*v1.KubeVirtSpec) { return f }
 var nothing = set(func(*v1.KubeVirtSpec) {})
 
 var inDimensions = []dimension{
-	{"imageTag", []func(*v1.KubeVirtSpec){nothing, set(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1" }), set(func(s *v1.KubeVirtSpec) { s.ImageTag = "v2" })}},
+	{"imageTag", []func(*v1.KubeVirtSpec){nothing, set(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.1" }), set(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.2" })}},
 	{"imageRegistry", []func(*v1.KubeVirtSpec){nothing, set(func(s *v1.KubeVirtSpec) { s.ImageRegistry = "r.io" })}},
 	{"imagePullPolicy", []func(*v1.KubeVirtSpec){nothing, set(func(s *v1.KubeVirtSpec) { s.ImagePullPolicy = corev1.PullAlways }), set(func(s *v1.KubeVirtSpec) { s.ImagePullPolicy = corev1.PullNever })}},
 	{"imagePullSecrets", []func(*v1.KubeVirtSpec){

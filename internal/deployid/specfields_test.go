@@ -119,13 +119,13 @@ var specClassification = map[string][]specEdit{
 		in("Plugins", gates(GatePlugins)),
 		in("PersistentReservation", gates(GatePersistentReservation)),
 		in("ContainerPathVolumes", gates(GateContainerPathVolumes)),
+		in("DecentralizedLiveMigration (Alpha in v1.9)", gates(GateDecentralizedLiveMigration)),
 		out("a behaviour-only gate", gates("Snapshot")),
 		out("a Beta gate that is on anyway", gates(GateTemplate)),
 	},
 	"configuration.developerConfiguration.disabledFeatureGates": {
 		in("Template", disabledGates(GateTemplate)),
 		in("ExternalNetResourceInjection", disabledGates(GateExternalNetResourceInject)),
-		in("DecentralizedLiveMigration", disabledGates(GateDecentralizedLiveMigration)),
 		out("a behaviour-only gate", disabledGates("Snapshot")),
 		out("an Alpha gate that is off anyway", disabledGates(GateVMStatsCollector)),
 	},
@@ -138,6 +138,20 @@ var specClassification = map[string][]specEdit{
 		}),
 		out("true", func(s *v1.KubeVirtSpec) {
 			s.Configuration.VirtTemplateDeployment = &v1.VirtTemplateDeployment{Enabled: ptr(true)}
+		}),
+	},
+	"configuration.persistentReservationConfiguration.enabled": {
+		in("true", func(s *v1.KubeVirtSpec) {
+			s.Configuration.PersistentReservationConfiguration = &v1.PersistentReservationConfiguration{Enabled: ptr(true)}
+		}),
+		out("false", func(s *v1.KubeVirtSpec) {
+			s.Configuration.PersistentReservationConfiguration = &v1.PersistentReservationConfiguration{Enabled: ptr(false)}
+		}),
+	},
+	// Written to status for virt-api to read; no created object changes.
+	"configuration.architectureConfiguration.defaultArchitecture": {
+		out("arm64", func(s *v1.KubeVirtSpec) {
+			s.Configuration.ArchitectureConfiguration = &v1.ArchitectureConfiguration{DefaultArchitecture: "arm64"}
 		}),
 	},
 	"configuration.roleAggregationStrategy": {

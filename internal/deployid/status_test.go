@@ -20,7 +20,7 @@ func TestStatusHelpers(t *testing.T) {
 	}
 	SetTarget(kv, cfg)
 	st := kv.Status
-	if st.TargetDeploymentID != cfg.ID || st.TargetKubeVirtVersion != "v1.7.0" || st.TargetKubeVirtRegistry != "quay.io/kubevirt" {
+	if st.TargetDeploymentID != cfg.ID || st.TargetKubeVirtVersion != "v1.9.0" || st.TargetKubeVirtRegistry != "quay.io/kubevirt" {
 		t.Errorf("target fields: %+v", st)
 	}
 	if parsed, err := Parse(st.TargetDeploymentConfig); err != nil || parsed.ID != cfg.ID {
@@ -31,7 +31,7 @@ func TestStatusHelpers(t *testing.T) {
 	}
 	SetObserved(kv, cfg)
 	if IsUpdating(kv) || kv.Status.ObservedDeploymentConfig != st.TargetDeploymentConfig ||
-		kv.Status.ObservedKubeVirtVersion != "v1.7.0" || kv.Status.ObservedKubeVirtRegistry != "quay.io/kubevirt" {
+		kv.Status.ObservedKubeVirtVersion != "v1.9.0" || kv.Status.ObservedKubeVirtRegistry != "quay.io/kubevirt" {
 		t.Errorf("observed fields: %+v", kv.Status)
 	}
 	next := mustConfig(t, kv, withEnv(baseEnv(), "VIRT_API_IMAGE", "x"))
@@ -55,7 +55,10 @@ func TestChangedKeys(t *testing.T) {
 			kv.Spec.ImagePullPolicy = corev1.PullAlways
 			kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{ResourceName: "*", ResourceType: "*", Type: v1.JSONPatchType, Patch: "[]"}}
 		}), baseEnv(), []string{"additionalProperties.ImagePullPolicy", "customizeComponents.patches"}},
-		{"tag", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v2" }), baseEnv(), []string{"kubeVirtVersion", "virtOperatorImage"}},
+		{"tag of the same line", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v1.9.1" }), baseEnv(), []string{"kubeVirtVersion"}},
+		{"tag of a release the builtin generator does not know", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v1.7.4" }), baseEnv(),
+			// its own operator dumps it, and v1.8's gate rules (listed gates only) apply
+			[]string{"additionalProperties.ExternalNetResourceInjection", "additionalProperties.VirtTemplateDeploymentEnabled", "kubeVirtVersion", "virtOperatorImage"}},
 		{"infra placement", newKubeVirt(func(kv *v1.KubeVirt) {
 			kv.Spec.Infra = &v1.ComponentConfig{NodePlacement: &v1.NodePlacement{NodeSelector: map[string]string{"a": "b"}}}
 		}), baseEnv(), []string{"infra.nodePlacement"}},

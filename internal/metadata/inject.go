@@ -36,18 +36,18 @@ func ObservedFromStatus(st *v1.KubeVirtStatus) Target {
 // onto obj (a created object, or a pod template's metadata via InjectPodTemplate).
 //
 // Labels, as upstream (§4.5): managed-by=virt-operator; version = productVersion and
-// part-of = productName, each only when it is a valid label value; component =
-// productComponent when valid, else "kubevirt". Inject is authoritative: a product
-// label that the config no longer sets is removed, so re-injecting after a spec edit
-// leaves no stale value.
+// part-of = productName, each only when set and a valid label value (otherwise the
+// strategy's own app.kubernetes.io/version, the KubeVirt version, stays); component
+// = productComponent when valid, else "kubevirt". Inject runs on a fresh copy of the
+// strategy every time, so a product value removed from the spec leaves nothing stale.
 func Inject(obj metav1.Object, cfg *deployid.Config) {
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels[ManagedByLabel] = ManagedByValue
-	setOrDelete(labels, AppVersionLabel, validLabelValue(cfg.ProductVersion()))
-	setOrDelete(labels, AppPartOfLabel, validLabelValue(cfg.ProductName()))
+	setIfValid(labels, AppVersionLabel, cfg.ProductVersion())
+	setIfValid(labels, AppPartOfLabel, cfg.ProductName())
 	component := validLabelValue(cfg.ProductComponent())
 	if component == "" {
 		component = DefaultAppComponent
@@ -99,10 +99,8 @@ func validLabelValue(v string) string {
 	return v
 }
 
-func setOrDelete(m map[string]string, key, value string) {
-	if value == "" {
-		delete(m, key)
-		return
+func setIfValid(m map[string]string, key, value string) {
+	if v := validLabelValue(value); v != "" {
+		m[key] = v
 	}
-	m[key] = value
 }

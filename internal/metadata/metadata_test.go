@@ -38,7 +38,7 @@ func config(t *testing.T, edit func(*v1.KubeVirtSpec)) *deployid.Config {
 	if edit != nil {
 		edit(&kv.Spec)
 	}
-	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{deployid.EnvVirtOperatorImage: "quay.io/kubevirt/virt-operator:v1.7.0"})
+	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{deployid.EnvVirtOperatorImage: "quay.io/kubevirt/virt-operator:v1.9.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +60,12 @@ func TestInject(t *testing.T) {
 			map[string]string{ManagedByLabel: "virt-operator", AppPartOfLabel: "acme", AppVersionLabel: "2.1", AppComponentLabel: "compute"}},
 		{"invalid values are dropped", func(s *v1.KubeVirtSpec) { s.ProductName, s.ProductVersion, s.ProductComponent = "bad name", long, "-x" }, nil,
 			map[string]string{ManagedByLabel: "virt-operator", AppComponentLabel: "kubevirt"}},
-		{"stale product labels are removed, others kept", nil,
-			map[string]string{AppPartOfLabel: "old", AppVersionLabel: "old", AppLabel: "virt-api", ManagedByLabel: "kubevirt-operator"},
-			map[string]string{ManagedByLabel: "virt-operator", AppComponentLabel: "kubevirt", AppLabel: "virt-api"}},
+		{"the strategy's own labels stay without product values (its version label is the KubeVirt version)", nil,
+			map[string]string{AppVersionLabel: "v1.9.0", AppLabel: "virt-api", ManagedByLabel: "kubevirt-operator"},
+			map[string]string{ManagedByLabel: "virt-operator", AppComponentLabel: "kubevirt", AppLabel: "virt-api", AppVersionLabel: "v1.9.0"}},
+		{"product values win over the strategy's", func(s *v1.KubeVirtSpec) { s.ProductVersion = "2.1" },
+			map[string]string{AppVersionLabel: "v1.9.0"},
+			map[string]string{ManagedByLabel: "virt-operator", AppComponentLabel: "kubevirt", AppVersionLabel: "2.1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +75,7 @@ func TestInject(t *testing.T) {
 			if !equalMaps(d.Labels, tt.wantLabels) {
 				t.Errorf("labels = %v, want %v", d.Labels, tt.wantLabels)
 			}
-			wantAnn := map[string]string{"keep": "me", InstallStrategyVersionAnnotation: "v1.7.0",
+			wantAnn := map[string]string{"keep": "me", InstallStrategyVersionAnnotation: "v1.9.0",
 				InstallStrategyRegistryAnnotation: "quay.io/kubevirt", InstallStrategyIdentifierAnnotation: cfg.ID}
 			if !equalMaps(d.Annotations, wantAnn) {
 				t.Errorf("annotations = %v, want %v", d.Annotations, wantAnn)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/virt-operator/virt-operator/internal/sandbox/hostexec"
 )
@@ -22,8 +24,9 @@ const operatorBinaryName = "virt-operator"
 type hostExec struct {
 	binary    string   // DIR/bin/virt-operator; "" when no runner starts
 	selectors []string // Options.HostExecSelectors (nil: the runner's defaults)
-	stages    []byte   // kwok stages leaving the selected pods alone
-	readyFile string   // written by the runner once it watches pods
+	images    map[string]string
+	stages    []byte // kwok stages leaving the selected pods alone
+	readyFile string // written by the runner once it watches pods
 }
 
 func newHostExec(dir string, o Options) (hostExec, error) {
@@ -33,6 +36,7 @@ func newHostExec(dir string, o Options) (hostExec, error) {
 	}
 	hx := hostExec{
 		selectors: o.HostExecSelectors,
+		images:    o.HostExecImages,
 		stages:    renderStages(m.StageExpression()),
 		readyFile: filepath.Join(dir, "hostexec.ready"),
 	}
@@ -111,6 +115,9 @@ func hostExecArgs(l layout, hx hostExec) []string {
 	}
 	for _, s := range hx.selectors {
 		args = append(args, "--selector="+s)
+	}
+	for _, image := range slices.Sorted(maps.Keys(hx.images)) {
+		args = append(args, "--image="+image+"="+hx.images[image])
 	}
 	return args
 }

@@ -32,6 +32,10 @@ type Options struct {
 	// HostExecSelectors select the host-executed pods besides the
 	// sandbox.virt-operator.io/host-exec=true label; nil: hostexec.DefaultSelectors.
 	HostExecSelectors []string
+	// HostExecImages maps container images (or their repositories) to other host
+	// programs than OperatorBinary: KubeVirt's own virt-operator of a release the
+	// builtin generator does not know, say (see hostexec.Programs).
+	HostExecImages map[string]string
 	// MigrationDuration is how long the VM simulator (package vmsim) takes per live
 	// migration; 0: vmsim.DefaultMigrationDuration. The simulator runs when
 	// OperatorBinary is known and CRDDir defines the kubevirt.io VM kinds.

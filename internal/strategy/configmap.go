@@ -15,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,12 +61,6 @@ var (
 	ErrTooLarge = errors.New("install strategy too large")
 )
 
-// Kinds stored as unstructured objects, so the operator needs no OpenShift API module.
-var (
-	sccGVK   = schema.GroupVersionKind{Group: "security.openshift.io", Version: "v1", Kind: KindSecurityContextConstraints}
-	routeGVK = schema.GroupVersionKind{Group: "route.openshift.io", Version: "v1", Kind: KindRoute}
-)
-
 // scheme knows every typed kind a strategy holds; it maps Go types to their
 // apiVersion/kind when encoding and back when decoding. Registering a whole group
 // also registers kinds a strategy cannot hold (Pod, lists, options); Decode rejects
@@ -83,7 +76,6 @@ var schemeBuilder = runtime.NewSchemeBuilder(
 	apiextensionsv1.AddToScheme,
 	apiregistrationv1.AddToScheme,
 	monitoringv1.AddToScheme,
-	schedulingv1.AddToScheme,
 )
 
 // AddToScheme registers every typed kind a strategy can hold.
@@ -189,13 +181,12 @@ func marshalObject(obj client.Object) ([]byte, error) {
 
 // kindOf is obj's apiVersion/kind: from the scheme for typed objects (so a
 // generator that leaves TypeMeta empty still encodes), from the object itself for
-// the unstructured OpenShift kinds, which must be the exact versions Decode reads.
+// unstructured ones.
 func kindOf(obj client.Object) (schema.GroupVersionKind, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		gvk := u.GroupVersionKind()
-		if gvk != sccGVK && gvk != routeGVK {
-			return gvk, fmt.Errorf("%s %s: an unstructured object must be %s or %s",
-				u.GetKind(), u.GetName(), sccGVK.GroupVersion().WithKind(sccGVK.Kind), routeGVK)
+		if gvk.Kind == "" || gvk.Version == "" {
+			return gvk, fmt.Errorf("%s: an unstructured object needs apiVersion and kind", u.GetName())
 		}
 		return gvk, nil
 	}
@@ -275,17 +266,37 @@ func decompress(payload string) ([]byte, error) {
 	return data, nil
 }
 
-// ParseManifests reads multi-document YAML (as Manifests writes it) into a
-// Strategy. Documents are separated by "---" lines; empty documents are skipped,
-// and a payload with no object at all is corrupt. Errors wrap ErrCorrupt.
+// ParseManifests reads multi-document YAML (as Manifests writes it, or any
+// release's own dump) into a Strategy. A payload with no object at all is corrupt.
+// Errors wrap ErrCorrupt.
 func ParseManifests(data []byte) (*Strategy, error) {
+	objs, err := ParseObjects(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("%w: the payload holds no objects", ErrCorrupt)
+	}
 	s := &Strategy{}
+	for _, obj := range objs {
+		if err := s.Add(obj); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+	}
+	return s, nil
+}
+
+// ParseObjects reads multi-document YAML into objects, in order: the typed object
+// for every kind the scheme knows, unstructured for the others. Documents are
+// separated by "---" lines; empty documents are skipped. Errors wrap ErrCorrupt
+// and name the document.
+func ParseObjects(data []byte) ([]client.Object, error) {
+	var out []client.Object
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	n := 0
 	for doc := 1; ; doc++ {
 		chunk, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return out, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: bad YAML in document %d: %w", ErrCorrupt, doc, err)
@@ -294,24 +305,14 @@ func ParseManifests(data []byte) (*Strategy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: document %d: %w", ErrCorrupt, doc, err)
 		}
-		if obj == nil {
-			continue
+		if obj != nil {
+			out = append(out, obj)
 		}
-		if err := s.Add(obj); err != nil {
-			gvk := obj.GetObjectKind().GroupVersionKind()
-			return nil, fmt.Errorf("%w: document %d: unknown kind %s %s: an install strategy cannot hold it",
-				ErrCorrupt, doc, gvk.GroupVersion(), gvk.Kind)
-		}
-		n++
 	}
-	if n == 0 {
-		return nil, fmt.Errorf("%w: the payload holds no objects", ErrCorrupt)
-	}
-	return s, nil
 }
 
-// parseObject decodes one YAML document into its typed object, or nil for an
-// empty document.
+// parseObject decodes one YAML document into its typed object (unstructured for a
+// kind the scheme does not know), or nil for an empty document.
 func parseObject(doc []byte) (client.Object, error) {
 	js, err := yaml.YAMLToJSON(doc)
 	if err != nil {
@@ -328,24 +329,29 @@ func parseObject(doc []byte) (client.Object, error) {
 		return nil, fmt.Errorf("not a Kubernetes object: apiVersion and kind are required (got apiVersion %q, kind %q)", tm.APIVersion, tm.Kind)
 	}
 	gvk := tm.GroupVersionKind()
-	if gvk == sccGVK || gvk == routeGVK {
+	if listed, ok := listKinds[tm.Kind]; ok {
+		// As upstream's loader, a kind a strategy has a list for is read by its kind:
+		// upstream's own generator writes some with a wrong apiVersion (the node
+		// restriction policy as "v1", the ServiceMonitor as "monitoring.coreos.com").
+		gvk = listed
+	}
+	ro, err := scheme.New(gvk)
+	obj, typed := ro.(client.Object)
+	if err != nil || !typed {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(js); err != nil {
 			return nil, fmt.Errorf("%s: %w", tm.Kind, err)
 		}
+		if u.GetName() == "" {
+			return nil, fmt.Errorf("%s %s has no name", tm.APIVersion, tm.Kind)
+		}
+		u.SetGroupVersionKind(gvk)
 		return u, nil
-	}
-	ro, err := scheme.New(gvk)
-	if err != nil {
-		return nil, fmt.Errorf("unknown kind %s %s", tm.APIVersion, tm.Kind)
-	}
-	obj, ok := ro.(client.Object)
-	if !ok {
-		return nil, fmt.Errorf("unknown kind %s %s", tm.APIVersion, tm.Kind)
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, obj); err != nil {
 		return nil, fmt.Errorf("%s: %w", tm.Kind, err)
 	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj, nil
 }
 

@@ -333,11 +333,7 @@ func TestDecodeCorruptPayloads(t *testing.T) {
 		{"bad YAML", nil, map[string]string{ManifestsKey: "apiVersion: v1\nkind: [ServiceAccount\n"}, "document 1: bad YAML"},
 		{"bad separator", nil, map[string]string{ManifestsKey: sa + "---x\n" + sa}, "bad YAML"},
 		{"bad YAML in gzip", encoded, map[string]string{ManifestsKey: gzipBase64(t, []byte(sa+"---\nkind: : :\n"))}, "document 2"},
-		{"unknown kind", nil, map[string]string{ManifestsKey: sa + "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n"}, "document 2: unknown kind v1 Pod"},
-		{"unregistered kind", nil, map[string]string{ManifestsKey: "apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata:\n  name: kv\n"}, "unknown kind kubevirt.io/v1 KubeVirt"},
-		{"old apiVersion", nil, map[string]string{ManifestsKey: "apiVersion: apps/v1beta1\nkind: Deployment\nmetadata:\n  name: d\n"}, "unknown kind apps/v1beta1 Deployment"},
-		{"list kind", nil, map[string]string{ManifestsKey: "apiVersion: v1\nkind: ConfigMapList\nitems: []\n"}, "unknown kind"},
-		{"unstructured of another kind", nil, map[string]string{ManifestsKey: "apiVersion: route.openshift.io/v2\nkind: Route\nmetadata:\n  name: r\n"}, "unknown kind"},
+		{"object without a name", nil, map[string]string{ManifestsKey: "apiVersion: v1\nkind: ConfigMapList\nitems: []\n"}, "v1 ConfigMapList has no name"},
 		{"no kind", nil, map[string]string{ManifestsKey: "apiVersion: v1\nmetadata:\n  name: a\n"}, "apiVersion and kind are required"},
 		{"not an object", nil, map[string]string{ManifestsKey: "- a\n- b\n"}, "not a Kubernetes object"},
 		{"wrong field type", nil, map[string]string{ManifestsKey: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  replicas: many\n"}, "Deployment"},
@@ -395,13 +391,42 @@ func TestEncodeRefusesAnOversizedPayload(t *testing.T) {
 	}
 }
 
+// Kinds a strategy has no list for are kept, in order, as a release's own dump may
+// hold any; a listed kind is read by its kind whatever apiVersion the payload says,
+// as upstream's loader reads it (upstream writes some with a wrong one).
+func TestDecodeKeepsForeignKindsAndReadsListedKindsByKind(t *testing.T) {
+	payload := strings.Join([]string{
+		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n",
+		"apiVersion: instancetype.kubevirt.io/v1beta1\nkind: VirtualMachineClusterInstancetype\nmetadata:\n  name: u1.small\nspec:\n  cpu:\n    guest: 1\n",
+		"apiVersion: v1\nkind: ValidatingAdmissionPolicy\nmetadata:\n  name: kubevirt-node-restriction-policy\n",
+		"apiVersion: monitoring.coreos.com\nkind: ServiceMonitor\nmetadata:\n  name: prometheus-kubevirt-rules\n  namespace: monitoring\n",
+	}, "---\n")
+	s, err := Decode(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: testNS}, Data: map[string]string{ManifestsKey: payload}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Others) != 2 || s.Others[0].GetKind() != "Pod" || s.Others[1].GetName() != "u1.small" {
+		t.Fatalf("Others %v", s.Inventory())
+	}
+	if guest, _, _ := unstructured.NestedInt64(s.Others[1].Object, "spec", "cpu", "guest"); guest != 1 {
+		t.Errorf("the instancetype lost its spec: %v", s.Others[1].Object)
+	}
+	if len(s.ValidatingAdmissionPolicies) != 1 || len(s.ServiceMonitors) != 1 {
+		t.Fatalf("listed kinds with odd apiVersions: %v", s.Inventory())
+	}
+	if gv := s.ServiceMonitors[0].GroupVersionKind().GroupVersion().String(); gv != "monitoring.coreos.com/v1" {
+		t.Errorf("ServiceMonitor read as %s", gv)
+	}
+	if gv := s.ValidatingAdmissionPolicies[0].GroupVersionKind().GroupVersion().String(); gv != "admissionregistration.k8s.io/v1" {
+		t.Errorf("ValidatingAdmissionPolicy read as %s", gv)
+	}
+}
+
 func TestEncodeErrors(t *testing.T) {
 	good := fullStrategy(t)
 	noID := testConfig()
 	noID.ID = ""
-	badRoute := &Strategy{Routes: []*unstructured.Unstructured{{Object: map[string]any{
-		"apiVersion": "route.openshift.io/v2", "kind": "Route", "metadata": map[string]any{"name": "r"},
-	}}}}
+	noKind := &Strategy{Others: []*unstructured.Unstructured{{Object: map[string]any{"metadata": map[string]any{"name": "r"}}}}}
 	cases := []struct {
 		name string
 		s    *Strategy
@@ -412,7 +437,7 @@ func TestEncodeErrors(t *testing.T) {
 		{"no id", good, noID, "no id"},
 		{"nil strategy", nil, testConfig(), "no strategy"},
 		{"empty strategy", &Strategy{}, testConfig(), "holds no objects"},
-		{"unstructured of an unknown version", badRoute, testConfig(), "must be"},
+		{"unstructured without a kind", noKind, testConfig(), "needs apiVersion and kind"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

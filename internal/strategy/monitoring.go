@@ -56,3 +56,26 @@ func exists(ctx context.Context, r client.Reader, key client.ObjectKey, obj clie
 		return false, err
 	}
 }
+
+// MonitoringRoleBinding binds Prometheus' ServiceAccount in every strategy generated
+// with a monitoring namespace (upstream's name).
+const MonitoringRoleBinding = "kubevirt-monitoring"
+
+// MonitorNamespaceOf reads from a strategy's content which monitoring namespace it
+// was generated with: the namespace of the ServiceAccount its monitoring
+// RoleBinding binds, "" when it has none. It is how the operator learns the answer
+// of a strategy that a release's own operator dumped (without our
+// MonitorNamespaceAnnotation).
+func MonitorNamespaceOf(s *Strategy) string {
+	for _, rb := range s.RoleBindings {
+		if rb.Name != MonitoringRoleBinding {
+			continue
+		}
+		for _, sub := range rb.Subjects {
+			if sub.Kind == "ServiceAccount" && sub.Namespace != "" {
+				return sub.Namespace
+			}
+		}
+	}
+	return ""
+}

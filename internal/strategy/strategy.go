@@ -16,18 +16,21 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Strategy is every object one deployment ID installs, grouped by kind.
 // OpenShift-only kinds (SecurityContextConstraints, Route) are unstructured so
-// the operator needs no OpenShift API module.
+// the operator needs no OpenShift API module; every other kind without a typed
+// list (the cluster instancetypes and preferences, or whatever a release's own
+// dump holds that this operator has no types for) is kept in Others, in the order
+// the strategy lists it, and applied after every component is up (apply.Steps).
 type Strategy struct {
-	PriorityClasses                   []*schedulingv1.PriorityClass
 	ServiceAccounts                   []*corev1.ServiceAccount
 	ClusterRoles                      []*rbacv1.ClusterRole
 	ClusterRoleBindings               []*rbacv1.ClusterRoleBinding
@@ -48,6 +51,7 @@ type Strategy struct {
 	PrometheusRules                   []*monitoringv1.PrometheusRule
 	ConfigMaps                        []*corev1.ConfigMap
 	Routes                            []*unstructured.Unstructured
+	Others                            []*unstructured.Unstructured
 }
 
 // Kinds of the unstructured OpenShift objects a strategy may hold.
@@ -56,12 +60,34 @@ const (
 	KindRoute                      = "Route"
 )
 
-// Add appends obj to the list of its kind. An object of a kind a strategy
-// cannot hold is an error, so a corrupt or foreign payload is never half-read.
+// listKinds are the kinds a Strategy has a list for, with their apiVersion.
+var listKinds = func() map[string]schema.GroupVersionKind {
+	out := map[string]schema.GroupVersionKind{
+		KindSecurityContextConstraints: {Group: "security.openshift.io", Version: "v1", Kind: KindSecurityContextConstraints},
+		KindRoute:                      {Group: "route.openshift.io", Version: "v1", Kind: KindRoute},
+	}
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.Role{},
+		&rbacv1.RoleBinding{}, &apiextensionsv1.CustomResourceDefinition{}, &corev1.Service{}, &corev1.Secret{},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, &admissionregistrationv1.ValidatingAdmissionPolicy{},
+		&apiregistrationv1.APIService{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &monitoringv1.ServiceMonitor{},
+		&monitoringv1.PrometheusRule{}, &corev1.ConfigMap{},
+	} {
+		gvk, err := kindOf(obj)
+		if err != nil {
+			panic(err) // every kind above is registered in the scheme
+		}
+		out[gvk.Kind] = gvk
+	}
+	return out
+}()
+
+// Add appends obj to the list of its kind; an unstructured object of a kind
+// without a list goes to Others. A typed object of another kind is an error (a
+// programming error: decoding never produces one).
 func (s *Strategy) Add(obj client.Object) error {
 	switch o := obj.(type) {
-	case *schedulingv1.PriorityClass:
-		s.PriorityClasses = append(s.PriorityClasses, o)
 	case *corev1.ServiceAccount:
 		s.ServiceAccounts = append(s.ServiceAccounts, o)
 	case *rbacv1.ClusterRole:
@@ -105,10 +131,16 @@ func (s *Strategy) Add(obj client.Object) error {
 		case KindRoute:
 			s.Routes = append(s.Routes, o)
 		default:
-			return fmt.Errorf("an install strategy cannot hold kind %s (%s)", o.GetKind(), o.GetName())
+			s.Others = append(s.Others, o)
 		}
 	default:
-		return fmt.Errorf("an install strategy cannot hold %T (%s)", obj, obj.GetName())
+		// A typed object of a kind without a list (decoding gives one for any kind
+		// the scheme knows, a Pod say) is kept like any other foreign kind.
+		u, err := toUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		s.Others = append(s.Others, u)
 	}
 	return nil
 }
@@ -118,7 +150,6 @@ func (s *Strategy) Add(obj client.Object) error {
 // creation order (identities and RBAC before the workloads that use them).
 func (s *Strategy) Objects() []client.Object {
 	var out []client.Object
-	out = appendAll(out, s.PriorityClasses)
 	out = appendAll(out, s.ServiceAccounts)
 	out = appendAll(out, s.ClusterRoles)
 	out = appendAll(out, s.ClusterRoleBindings)
@@ -139,6 +170,7 @@ func (s *Strategy) Objects() []client.Object {
 	out = appendAll(out, s.PrometheusRules)
 	out = appendAll(out, s.ConfigMaps)
 	out = appendAll(out, s.Routes)
+	out = appendAll(out, s.Others)
 	return out
 }
 
@@ -179,4 +211,19 @@ func (s *Strategy) Inventory() []ObjectRef {
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	return refs
+}
+
+// toUnstructured converts a typed object to unstructured, with its apiVersion and kind.
+func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+	gvk, err := kindOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
 }

@@ -138,7 +138,10 @@ func TestApplyEngineConvergesWithoutWritesAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	desired, err := apply.Desired(smallStrategy(t, ns), cfg)
+	desired, err := apply.Customize(smallStrategy(t, ns), cfg)
+	if err == nil {
+		desired = apply.Desired(desired, cfg)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,18 +19,14 @@ import (
 
 // dumpConfig is a valid deployment config for namespace ns, with its id.
 func dumpConfig(ns string) *deployid.Config {
-	cfg := &deployid.Config{Namespace: ns, Registry: "quay.io/kubevirt", KubeVirtVersion: "v1.6.0"}
+	cfg := &deployid.Config{Namespace: ns, Registry: "quay.io/kubevirt", KubeVirtVersion: "v1.9.0"}
 	cfg.ID = cfg.ComputeID()
 	return cfg
 }
 
 func runDump(t *testing.T, ctx context.Context, env deployid.MapEnv) error {
 	t.Helper()
-	apis, err := dump.NewServerDiscovery(restConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dump.Run(ctx, k8s, apis, env, logr.Discard())
+	return dump.Run(ctx, k8s, env, logr.Discard())
 }
 
 func strategyConfigMaps(t *testing.T, ctx context.Context, ns string) []corev1.ConfigMap {
@@ -48,7 +44,7 @@ func TestDumpCreatesTheStrategyConfigMapOnce(t *testing.T) {
 	ctx := context.Background()
 	ns := createNamespace(t, ctx, "dump")
 	cfg := dumpConfig(ns)
-	env := deployid.MapEnv{dump.ConfigEnv: cfg.JSON()}
+	env := deployid.MapEnv{dump.ConfigEnv: cfg.UpstreamJSON()}
 
 	if err := runDump(t, ctx, env); err != nil {
 		t.Fatal(err)
@@ -63,7 +59,7 @@ func TestDumpCreatesTheStrategyConfigMapOnce(t *testing.T) {
 	}
 	want := map[string]string{
 		metadata.InstallStrategyIdentifierAnnotation:        cfg.ID,
-		metadata.InstallStrategyVersionAnnotation:           "v1.6.0",
+		metadata.InstallStrategyVersionAnnotation:           "v1.9.0",
 		metadata.InstallStrategyRegistryAnnotation:          "quay.io/kubevirt",
 		metadata.InstallStrategyConfigMapEncodingAnnotation: "gzip+base64",
 		strategy.MonitorNamespaceAnnotation:                 "",
@@ -77,8 +73,9 @@ func TestDumpCreatesTheStrategyConfigMapOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Objects()) == 0 || len(s.ServiceMonitors) != 0 || len(s.SecurityContextConstraints) != 0 {
-		t.Errorf("strategy: %d objects, %d ServiceMonitors, %d SCCs; want objects, no monitoring, not OpenShift",
+	// As upstream's, the strategy holds the OpenShift objects on any cluster.
+	if len(s.Objects()) == 0 || len(s.ServiceMonitors) != 0 || len(s.SecurityContextConstraints) != 2 {
+		t.Errorf("strategy: %d objects, %d ServiceMonitors, %d SCCs; want objects, no monitoring, 2 SCCs",
 			len(s.Objects()), len(s.ServiceMonitors), len(s.SecurityContextConstraints))
 	}
 	t.Logf("stored %s: %d objects, %d bytes encoded", cm.Name, len(s.Objects()), len(cm.Data[strategy.ManifestsKey]))
@@ -113,7 +110,7 @@ func TestDumpRecordsTheMonitoringNamespace(t *testing.T) {
 	})
 
 	ns := createNamespace(t, ctx, "dump-monitoring")
-	if err := runDump(t, ctx, deployid.MapEnv{dump.ConfigEnv: dumpConfig(ns).JSON()}); err != nil {
+	if err := runDump(t, ctx, deployid.MapEnv{dump.ConfigEnv: dumpConfig(ns).UpstreamJSON()}); err != nil {
 		t.Fatal(err)
 	}
 	cms := strategyConfigMaps(t, ctx, ns)

@@ -3,6 +3,7 @@ package kubevirt
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,6 +68,13 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 			}
 			continue
 		}
+		if step.Name == apply.StepExtras {
+			others, err := apply.LiveOthers(ctx, reader, desired.Others)
+			if err != nil {
+				return out, err
+			}
+			maps.Copy(live, others)
+		}
 		writes := apply.Writes(apply.Plan(step.Objects, live, kv.Status.Generations))
 		if len(writes) > 0 {
 			log.FromContext(ctx).Info("applying", "step", step.Name, "writes", len(writes), "first", describe(writes[0]))
@@ -117,10 +125,7 @@ func (r *Reconciler) desiredStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *
 	if err != nil {
 		return nil, 0, err
 	}
-	desired, err := apply.Desired(served, cfg)
-	if err != nil {
-		return nil, 0, err
-	}
+	desired := apply.Desired(served, cfg)
 	var recheck time.Duration
 	if !filled.NextCheck.IsZero() {
 		recheck = max(filled.NextCheck.Sub(now), time.Second)
@@ -153,7 +158,7 @@ func (r *Reconciler) liveCertificateObjects(ctx context.Context, s *strategy.Str
 
 // deleteOrphans removes managed objects the target strategy no longer has.
 func (r *Reconciler) deleteOrphans(ctx context.Context, kv *v1.KubeVirt, desired *strategy.Strategy) error {
-	live, err := apply.ListManaged(ctx, r.reader(), r.Namespace)
+	live, err := apply.ListManaged(ctx, r.reader(), r.Namespace, apply.KindsOf(desired.Others)...)
 	if err != nil {
 		return err
 	}

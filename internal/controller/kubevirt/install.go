@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 	}
 	r.setTarget(ctx, kv, cfg)
 	kv.Status.OperatorVersion = r.OperatorVersion
+	setDefaultArchitecture(kv)
 	if kv.Status.Phase == v1.KubeVirtPhaseUnset {
 		kv.Status.Phase = v1.KubeVirtPhaseDeploying
 	}
@@ -111,6 +113,21 @@ func (r *Reconciler) setTarget(ctx context.Context, kv *v1.KubeVirt, cfg *deploy
 	deployid.SetTarget(kv, cfg)
 	log.FromContext(ctx).Info("new target", "deploymentID", cfg.ID, "version", cfg.KubeVirtVersion, "why", reason)
 	r.event(kv, "TargetChanged", "Rollout", fmt.Sprintf("Rolling out KubeVirt %s (deployment ID %s); %s", cfg.KubeVirtVersion, cfg.ID, reason))
+}
+
+// setDefaultArchitecture writes status.defaultArchitecture, which virt-api's
+// mutating webhook puts on every VMI that names no architecture (without it virt-api
+// refuses VMIs as of an "unsupported architecture"): the CR's
+// configuration.architectureConfiguration.defaultArchitecture when set, else the
+// operator's own architecture if the field is still empty, as upstream.
+func setDefaultArchitecture(kv *v1.KubeVirt) {
+	if ac := kv.Spec.Configuration.ArchitectureConfiguration; ac != nil && ac.DefaultArchitecture != "" {
+		kv.Status.DefaultArchitecture = ac.DefaultArchitecture
+		return
+	}
+	if kv.Status.DefaultArchitecture == "" {
+		kv.Status.DefaultArchitecture = runtime.GOARCH
+	}
 }
 
 // progressing sets the in-flight conditions: Deploying on a first install,

@@ -22,20 +22,30 @@ const (
 	attemptAnnotation = "virt-operator.kubevirt.io/strategy-attempt"
 )
 
-// StrategyJob is the Job that runs the target version's operator to generate
-// and store the install strategy of cfg. The Job carries the deployment ID in
-// its identifier annotation so the operator finds it again after a restart.
+// StrategyJob is the Job that generates and stores the install strategy of cfg,
+// speaking upstream's protocol so that any release's operator image can be its
+// image: it runs `virt-operator --dump-install-strategy` with the config in
+// upstream's shape in TARGET_DEPLOYMENT_CONFIG. The image is cfg.VirtOperatorImage:
+// this operator's own for a release the builtin generator knows, the release's own
+// operator otherwise (deployid.setImages). The Job carries the deployment ID in its
+// identifier annotation so the operator finds it again after a restart.
 func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batchv1.Job {
-	labels := map[string]string{metadata.AppLabel: strategyDumperLabel, metadata.ManagedByLabel: metadata.ManagedByValue}
+	labels := map[string]string{
+		metadata.AppLabel:             strategyDumperLabel,
+		metadata.ManagedByLabel:       metadata.ManagedByValue,
+		metadata.InstallStrategyLabel: "",
+	}
 	annotations := map[string]string{
 		metadata.InstallStrategyIdentifierAnnotation: cfg.ID,
 		metadata.InstallStrategyVersionAnnotation:    cfg.KubeVirtVersion,
 		metadata.InstallStrategyRegistryAnnotation:   cfg.Registry,
 		attemptAnnotation:                            strconv.Itoa(attempt),
 	}
+	image := cfg.Image(deployid.Operator)
 	env := append([]corev1.EnvVar{
-		{Name: "TARGET_DEPLOYMENT_CONFIG", Value: cfg.JSON()},
-		// Deprecated names upstream still sets, for tools that read them.
+		{Name: "VIRT_OPERATOR_IMAGE", Value: image},
+		{Name: "TARGET_DEPLOYMENT_CONFIG", Value: cfg.UpstreamJSON()},
+		// Deprecated names upstream still sets, for releases that read them.
 		{Name: "TARGET_INSTALL_NAMESPACE", Value: cfg.Namespace},
 		{Name: "TARGET_IMAGE_PULL_POLICY", Value: string(cfg.ImagePullPolicy())},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
@@ -52,7 +62,10 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 			BackoffLimit:          ptr.To[int32](0), // the operator retries with its own backoff and reports each failure
 			ActiveDeadlineSeconds: ptr.To[int64](600),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{metadata.AppLabel: strategyDumperLabel}},
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+					metadata.AppLabel: strategyDumperLabel,
+					"np.kubevirt.io/allow-access-cluster-services": "true",
+				}},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: serviceAccount,
 					RestartPolicy:      corev1.RestartPolicyNever,
@@ -62,10 +75,10 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers: []corev1.Container{{
-						Name:            "virt-install-strategy-dump",
-						Image:           cfg.Image(deployid.Operator),
+						Name:            "install-strategy-upload",
+						Image:           image,
 						ImagePullPolicy: cfg.ImagePullPolicy(),
-						Args:            []string{"dump-install-strategy"},
+						Command:         []string{"virt-operator", "--dump-install-strategy"},
 						Env:             env,
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false),

@@ -33,6 +33,9 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 	if err != nil {
 		return nil, err
 	}
+	if err := r.recordMonitorNamespaces(ctx, cms, cfg.ID); err != nil {
+		return nil, err
+	}
 	monitoringNS, err := strategy.DetectMonitorNamespace(ctx, r.Client, cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
 	if err != nil {
 		return nil, fmt.Errorf("detecting the monitoring namespace: %w", err)
@@ -87,6 +90,37 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 	}
 	out.Strategy = s
 	return out, nil
+}
+
+// recordMonitorNamespaces annotates each ConfigMap of id that a release's own
+// operator dumped (it records no MonitorNamespaceAnnotation) with the monitoring
+// namespace read from its content, in cms too: without it the cache could never
+// call such a strategy fresh and would regenerate it forever. A corrupt one is
+// left for loadStrategy to replace.
+func (r *Reconciler) recordMonitorNamespaces(ctx context.Context, cms []corev1.ConfigMap, id string) error {
+	for i := range cms {
+		cm := &cms[i]
+		meta, ok := strategy.Meta(cm)
+		if !ok || meta.ID != id || meta.MonitorRecorded || cm.DeletionTimestamp != nil {
+			continue
+		}
+		s, err := r.decode(cm)
+		if errors.Is(err, strategy.ErrCorrupt) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		patch := client.MergeFrom(cm.DeepCopy())
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		cm.Annotations[strategy.MonitorNamespaceAnnotation] = strategy.MonitorNamespaceOf(s)
+		if err := r.Client.Patch(ctx, cm, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("recording the monitoring namespace of install strategy %s: %w", cm.Name, err)
+		}
+	}
+	return nil
 }
 
 // listStrategyObjects lists the install-strategy ConfigMaps and Jobs.

@@ -14,22 +14,25 @@ type Programs struct {
 	// Default runs every image that Images does not name: the virt-operator binary.
 	Default string
 	// Images maps an image (exactly as in the pod, or its repository without tag or
-	// digest) to a host program.
+	// digest) to a host program. These are other projects' binaries (KubeVirt's own
+	// operator, for a release the builtin generator does not know): they find the
+	// API server only through a --kubeconfig flag, which the runner appends.
 	Images map[string]string
 }
 
-// Program returns the host program for image.
-func (p Programs) Program(image string) (string, error) {
+// Program returns the host program for image, and whether it is a mapped one
+// (which gets --kubeconfig).
+func (p Programs) Program(image string) (string, bool, error) {
 	if prog, ok := p.Images[image]; ok {
-		return prog, nil
+		return prog, true, nil
 	}
 	if prog, ok := p.Images[repository(image)]; ok {
-		return prog, nil
+		return prog, true, nil
 	}
 	if p.Default == "" {
-		return "", fmt.Errorf("no host program for image %q", image)
+		return "", false, fmt.Errorf("no host program for image %q", image)
 	}
-	return p.Default, nil
+	return p.Default, false, nil
 }
 
 // repository strips the tag and digest from an image reference.

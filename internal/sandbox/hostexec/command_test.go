@@ -25,11 +25,12 @@ func TestPrograms(t *testing.T) {
 		"example.io/tool@sha256:abc":            "/opt/tool",
 		"localhost:5000/fake:latest":            "/opt/fake",
 	} {
-		if got, err := p.Program(image); err != nil || got != want {
-			t.Errorf("%s: %q %v, want %q", image, got, err, want)
+		got, mapped, err := p.Program(image)
+		if err != nil || got != want || mapped != (want != p.Default) {
+			t.Errorf("%s: %q (mapped %v) %v, want %q", image, got, mapped, err, want)
 		}
 	}
-	if _, err := (Programs{}).Program("x"); err == nil {
+	if _, _, err := (Programs{}).Program("x"); err == nil {
 		t.Error("no program and no default: no error")
 	}
 }

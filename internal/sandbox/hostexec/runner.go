@@ -324,7 +324,7 @@ func (r *Runner) commands(ctx context.Context, pod *corev1.Pod) ([]command, erro
 	var cmds []command
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		program, err := r.o.Programs.Program(c.Image)
+		program, mapped, err := r.o.Programs.Program(c.Image)
 		if err != nil {
 			return nil, fmt.Errorf("container %s: %w", c.Name, err)
 		}
@@ -332,9 +332,13 @@ func (r *Runner) commands(ctx context.Context, pod *corev1.Pod) ([]command, erro
 		if err != nil {
 			return nil, err
 		}
+		argv := Argv(c, program, vars)
+		if mapped {
+			argv = append(argv, "--kubeconfig="+r.o.Kubeconfig)
+		}
 		cmds = append(cmds, command{
 			container: c.Name,
-			argv:      Argv(c, program, vars),
+			argv:      argv,
 			env:       ProcessEnv(pod.Name, dir, r.o.Kubeconfig, cenv),
 			dir:       dir,
 		})

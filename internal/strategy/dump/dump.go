@@ -13,9 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/virt-operator/virt-operator/internal/deployid"
@@ -32,52 +29,15 @@ const (
 	NamespaceEnv = "POD_NAMESPACE"
 )
 
-// OpenShiftGroupVersion is served only on OpenShift; with it the strategy holds
-// SecurityContextConstraints and a Route.
-const OpenShiftGroupVersion = "security.openshift.io/v1"
-
 var (
 	// ErrNoConfig: TARGET_DEPLOYMENT_CONFIG is unset or empty.
 	ErrNoConfig = errors.New("no config provided")
-	// ErrInvalidConfig: TARGET_DEPLOYMENT_CONFIG is not a config whose id matches its content.
+	// ErrInvalidConfig: TARGET_DEPLOYMENT_CONFIG is not a deployment config with an id.
 	ErrInvalidConfig = errors.New("invalid " + ConfigEnv)
 )
 
-// APIDiscovery tells whether the API server serves a group/version. It is a
-// seam so tests can pretend to be OpenShift.
-type APIDiscovery interface {
-	ServesGroupVersion(ctx context.Context, groupVersion string) (bool, error)
-}
-
-// ServerDiscovery answers from the API server's discovery endpoint.
-type ServerDiscovery struct {
-	Client discovery.ServerResourcesInterfaceWithContext
-}
-
-// NewServerDiscovery returns an APIDiscovery for the API server at cfg.
-func NewServerDiscovery(cfg *rest.Config) (ServerDiscovery, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return ServerDiscovery{}, fmt.Errorf("creating a discovery client: %w", err)
-	}
-	return ServerDiscovery{Client: dc}, nil
-}
-
-// ServesGroupVersion implements APIDiscovery: NotFound means not served.
-func (d ServerDiscovery) ServesGroupVersion(ctx context.Context, groupVersion string) (bool, error) {
-	_, err := d.Client.ServerResourcesForGroupVersionWithContext(ctx, groupVersion)
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
-	default:
-		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
-	}
-}
-
 // Run dumps the install strategy for the config in env into a ConfigMap.
-func Run(ctx context.Context, c client.Client, apis APIDiscovery, env deployid.Env, log logr.Logger) error {
+func Run(ctx context.Context, c client.Client, env deployid.Env, log logr.Logger) error {
 	cfg, err := ConfigFromEnv(env)
 	if err != nil {
 		return err
@@ -115,11 +75,7 @@ func Run(ctx context.Context, c client.Client, apis APIDiscovery, env deployid.E
 		return nil
 	}
 
-	openShift, err := apis.ServesGroupVersion(ctx, OpenShiftGroupVersion)
-	if err != nil {
-		return createError(err)
-	}
-	s, err := generate.Generate(generate.Input{Config: cfg, MonitorNamespace: monitorNS, OpenShift: openShift})
+	s, err := generate.Generate(generate.Input{Config: cfg, MonitorNamespace: monitorNS})
 	if err != nil {
 		return createError(err)
 	}
@@ -132,18 +88,19 @@ func Run(ctx context.Context, c client.Client, apis APIDiscovery, env deployid.E
 		return createError(err)
 	}
 	log.Info("created install strategy configmap", "configMap", cm.Name, "monitorNamespace", monitorNS,
-		"openShift", openShift, "objects", len(s.Objects()), "encodedBytes", len(cm.Data[strategy.ManifestsKey]))
+		"objects", len(s.Objects()), "encodedBytes", len(cm.Data[strategy.ManifestsKey]))
 	return nil
 }
 
-// ConfigFromEnv parses TARGET_DEPLOYMENT_CONFIG, checking its id. Its errors are
-// ErrNoConfig or wrap ErrInvalidConfig.
+// ConfigFromEnv parses TARGET_DEPLOYMENT_CONFIG, in upstream's shape (the id is
+// taken as given, as upstream's Job takes it). Its errors are ErrNoConfig or wrap
+// ErrInvalidConfig.
 func ConfigFromEnv(env deployid.Env) (*deployid.Config, error) {
 	raw, _ := env.Lookup(ConfigEnv)
 	if strings.TrimSpace(raw) == "" {
 		return nil, ErrNoConfig
 	}
-	cfg, err := deployid.Parse(raw)
+	cfg, err := deployid.ParseUpstream(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

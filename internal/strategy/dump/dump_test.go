@@ -21,25 +21,14 @@ import (
 const ns = "kubevirt"
 
 func testConfig(namespace string) *deployid.Config {
-	cfg := &deployid.Config{Namespace: namespace, Registry: "quay.io/kubevirt", KubeVirtVersion: "v1.6.0"}
+	cfg := &deployid.Config{Namespace: namespace, Registry: "quay.io/kubevirt", KubeVirtVersion: "v1.9.0"}
 	cfg.ID = cfg.ComputeID()
 	return cfg
 }
 
 func envFor(cfg *deployid.Config) deployid.MapEnv {
-	return deployid.MapEnv{ConfigEnv: cfg.JSON()}
+	return deployid.MapEnv{ConfigEnv: cfg.UpstreamJSON()}
 }
-
-type fakeDiscovery struct {
-	served map[string]bool
-	err    error
-}
-
-func (f fakeDiscovery) ServesGroupVersion(_ context.Context, gv string) (bool, error) {
-	return f.served[gv], f.err
-}
-
-var notOpenShift = fakeDiscovery{}
 
 // writeCounter is a fake client that counts writes.
 type writeCounter struct {
@@ -87,7 +76,7 @@ func TestRunCreatesTheConfigMapAndARerunWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	cfg := testConfig(ns)
 	c := newClient(t)
-	if err := Run(ctx, c, notOpenShift, envFor(cfg), logr.Discard()); err != nil {
+	if err := Run(ctx, c, envFor(cfg), logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	cms := strategyConfigMaps(t, c, ns)
@@ -95,19 +84,19 @@ func TestRunCreatesTheConfigMapAndARerunWritesNothing(t *testing.T) {
 		t.Fatalf("%d ConfigMaps after %d creates, want 1", len(cms), c.creates)
 	}
 	meta, _ := strategy.Meta(&cms[0])
-	if meta.ID != cfg.ID || meta.MonitorNamespace != "" || !meta.MonitorRecorded || meta.Version != "v1.6.0" {
+	if meta.ID != cfg.ID || meta.MonitorNamespace != "" || !meta.MonitorRecorded || meta.Version != "v1.9.0" {
 		t.Errorf("meta %+v", meta)
 	}
 	s, err := strategy.Decode(&cms[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.ServiceMonitors) != 0 || len(s.SecurityContextConstraints) != 0 {
-		t.Errorf("no monitoring and not OpenShift, yet %d ServiceMonitors, %d SCCs", len(s.ServiceMonitors), len(s.SecurityContextConstraints))
+	if len(s.ServiceMonitors) != 0 {
+		t.Errorf("no monitoring, yet %d ServiceMonitors", len(s.ServiceMonitors))
 	}
 	t.Logf("default strategy: %d objects, %d bytes encoded", len(s.Objects()), len(cms[0].Data[strategy.ManifestsKey]))
 
-	if err := Run(ctx, c, notOpenShift, envFor(cfg), logr.Discard()); err != nil {
+	if err := Run(ctx, c, envFor(cfg), logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if c.creates != 1 {
@@ -130,7 +119,7 @@ func TestRunRegeneratesWhenMonitoringAppeared(t *testing.T) {
 	stale.Name = "kubevirt-install-strategy-00000"
 	c := newClient(t, append(monitoring(), stale)...)
 
-	if err := Run(ctx, c, notOpenShift, envFor(cfg), logr.Discard()); err != nil {
+	if err := Run(ctx, c, envFor(cfg), logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if c.creates != 1 {
@@ -152,27 +141,11 @@ func TestRunRegeneratesWhenMonitoringAppeared(t *testing.T) {
 		t.Error("the regenerated strategy has no ServiceMonitor or PrometheusRule")
 	}
 
-	if err := Run(ctx, c, notOpenShift, envFor(cfg), logr.Discard()); err != nil {
+	if err := Run(ctx, c, envFor(cfg), logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if c.creates != 1 {
 		t.Errorf("a rerun with the fresh ConfigMap in force wrote again (%d creates)", c.creates)
-	}
-}
-
-func TestRunOnOpenShiftAddsSCCs(t *testing.T) {
-	c := newClient(t)
-	apis := fakeDiscovery{served: map[string]bool{OpenShiftGroupVersion: true}}
-	if err := Run(context.Background(), c, apis, envFor(testConfig(ns)), logr.Discard()); err != nil {
-		t.Fatal(err)
-	}
-	cms := strategyConfigMaps(t, c, ns)
-	s, err := strategy.Decode(&cms[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.SecurityContextConstraints) == 0 {
-		t.Error("no SCCs on OpenShift")
 	}
 }
 
@@ -181,7 +154,7 @@ func TestRunUsesPodNamespaceWhenTheConfigHasNone(t *testing.T) {
 	env := envFor(cfg)
 	env[NamespaceEnv] = "from-pod"
 	c := newClient(t)
-	if err := Run(context.Background(), c, notOpenShift, env, logr.Discard()); err != nil {
+	if err := Run(context.Background(), c, env, logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	cms := strategyConfigMaps(t, c, "from-pod")
@@ -195,24 +168,26 @@ func TestRunUsesPodNamespaceWhenTheConfigHasNone(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	good := testConfig(ns)
-	tampered := testConfig(ns)
-	tampered.Registry = "evil.example.com"
+	unknown := testConfig(ns)
+	unknown.KubeVirtVersion = "v1.7.4"
 	cases := []struct {
 		name    string
 		env     deployid.MapEnv
-		apis    APIDiscovery
 		failOn  string // "create" or "list"
 		wantIs  error
 		wantMsg string
 	}{
-		{"missing config", deployid.MapEnv{}, notOpenShift, "", ErrNoConfig, "no config provided"},
-		{"empty config", deployid.MapEnv{ConfigEnv: "  "}, notOpenShift, "", ErrNoConfig, "no config provided"},
-		{"invalid JSON", deployid.MapEnv{ConfigEnv: "{not json"}, notOpenShift, "", ErrInvalidConfig, "invalid JSON"},
-		{"id does not match the content", envFor(tampered), notOpenShift, "", ErrInvalidConfig, "does not match"},
-		{"no namespace anywhere", envFor(testConfig("")), notOpenShift, "", ErrInvalidConfig, "POD_NAMESPACE"},
-		{"discovery fails", envFor(good), fakeDiscovery{err: errors.New("connection refused")}, "", nil, "failed to create new install strategy configmap: connection refused"},
-		{"create fails", envFor(good), notOpenShift, "create", nil, "failed to create new install strategy configmap: boom"},
-		{"list fails", envFor(good), notOpenShift, "list", nil, "failed to create new install strategy configmap: listing install strategy configmaps: boom"},
+		{"missing config", deployid.MapEnv{}, "", ErrNoConfig, "no config provided"},
+		{"empty config", deployid.MapEnv{ConfigEnv: "  "}, "", ErrNoConfig, "no config provided"},
+		{"invalid JSON", deployid.MapEnv{ConfigEnv: "{not json"}, "", ErrInvalidConfig, "invalid JSON"},
+		{"no id", deployid.MapEnv{ConfigEnv: `{"namespace":"kubevirt","kubeVirtVersion":"v1.9.0"}`}, "", ErrInvalidConfig, "no id"},
+		{"invalid pull policy", deployid.MapEnv{ConfigEnv: `{"id":"x","namespace":"kubevirt","kubeVirtVersion":"v1.9.0","additionalProperties":{"ImagePullPolicy":"Sometimes"}}`},
+			"", ErrInvalidConfig, `imagePullPolicy "Sometimes"`},
+		{"no namespace anywhere", envFor(testConfig("")), "", ErrInvalidConfig, "POD_NAMESPACE"},
+		{"a release the builtin generator does not know", envFor(unknown), "", nil,
+			`failed to create new install strategy configmap: generate: KubeVirt "v1.7.4": not a KubeVirt release the builtin generator knows (it knows v1.9, v1.8)`},
+		{"create fails", envFor(good), "create", nil, "failed to create new install strategy configmap: boom"},
+		{"list fails", envFor(good), "list", nil, "failed to create new install strategy configmap: listing install strategy configmaps: boom"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,7 +205,7 @@ func TestRunErrors(t *testing.T) {
 					return c.List(ctx, list, opts...)
 				},
 			}).Build()
-			err := Run(context.Background(), c, tc.apis, tc.env, logr.Discard())
+			err := Run(context.Background(), c, tc.env, logr.Discard())
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -1,134 +1,90 @@
 package generate
 
 import (
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"fmt"
+	"strings"
+	"sync"
 
-	"github.com/virt-operator/virt-operator/config/crd"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/virt-operator/virt-operator/internal/release"
 )
 
-// ownCRDs are the kubevirt.io CRDs of our own API types, installed with the
-// schemas controller-gen generates (config/crd/bases). The KubeVirt CRD is also
-// there but ships with the operator, not the strategy.
-var ownCRDs = []string{
-	"virtualmachineinstances.kubevirt.io",
-	"virtualmachines.kubevirt.io",
-	"virtualmachineinstancemigrations.kubevirt.io",
+// attachSchemas gives every served version of each CRD that has none the schema
+// generated for its kind from the release's kubevirt.io/api types (matched by the
+// singular name, as upstream matches them). CRDs carrying their own schemas (the
+// virt-template bundle's) are left as they are.
+func attachSchemas(rel *release.Release, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	schemas, err := releaseSchemas(rel)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		for i := range crd.Spec.Versions {
+			v := &crd.Spec.Versions[i]
+			if v.Schema != nil {
+				continue
+			}
+			s, ok := schemas[crd.Spec.Names.Singular]
+			if !ok {
+				return fmt.Errorf("release %s: no schema for CRD %s", rel.Line, crd.Name)
+			}
+			v.Schema = s.DeepCopy()
+		}
+	}
+	return nil
 }
 
-// crdDef describes a CRD whose types this operator does not define: it is
-// installed with upstream's group, names, scope and versions, and an open schema.
-type crdDef struct {
-	group, kind, plural string
-	shortNames          []string
-	cluster             bool     // cluster-scoped
-	storage             string   // the storage version, served
-	older               []string // older versions, served and deprecated
-	status, scale       bool     // subresources
-	all                 bool     // in the "all" category
-}
+var schemaCache sync.Map // release line → map[singular]*CustomResourceValidation
 
-var foreignCRDs = []crdDef{
-	{group: groupKubeVirt, kind: "VirtualMachineInstancePreset", plural: "virtualmachineinstancepresets",
-		shortNames: []string{"vmipreset", "vmipresets"}, storage: "v1", older: []string{"v1alpha3"}, all: true},
-	{group: groupKubeVirt, kind: "VirtualMachineInstanceReplicaSet", plural: "virtualmachineinstancereplicasets",
-		shortNames: []string{"vmirs", "vmirss"}, storage: "v1", older: []string{"v1alpha3"}, status: true, scale: true, all: true},
-
-	{group: groupSnapshot, kind: "VirtualMachineSnapshot", plural: "virtualmachinesnapshots",
-		shortNames: []string{"vmsnapshot", "vmsnapshots"}, storage: "v1beta1", older: []string{"v1alpha1"}, status: true},
-	{group: groupSnapshot, kind: "VirtualMachineSnapshotContent", plural: "virtualmachinesnapshotcontents",
-		shortNames: []string{"vmsnapshotcontent", "vmsnapshotcontents"}, storage: "v1beta1", older: []string{"v1alpha1"}, status: true},
-	{group: groupSnapshot, kind: "VirtualMachineRestore", plural: "virtualmachinerestores",
-		shortNames: []string{"vmrestore", "vmrestores"}, storage: "v1beta1", older: []string{"v1alpha1"}, status: true},
-
-	{group: groupInstancetype, kind: "VirtualMachineInstancetype", plural: "virtualmachineinstancetypes",
-		shortNames: []string{"vminstancetype", "vminstancetypes", "vmf", "vmfs"}, storage: "v1beta1", older: []string{"v1alpha1", "v1alpha2"}},
-	{group: groupInstancetype, kind: "VirtualMachineClusterInstancetype", plural: "virtualmachineclusterinstancetypes",
-		shortNames: []string{"vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"}, cluster: true,
-		storage: "v1beta1", older: []string{"v1alpha1", "v1alpha2"}},
-	{group: groupInstancetype, kind: "VirtualMachinePreference", plural: "virtualmachinepreferences",
-		shortNames: []string{"vmpref", "vmprefs", "vmp", "vmps"}, storage: "v1beta1", older: []string{"v1alpha1", "v1alpha2"}},
-	{group: groupInstancetype, kind: "VirtualMachineClusterPreference", plural: "virtualmachineclusterpreferences",
-		shortNames: []string{"vmcp", "vmcps"}, cluster: true, storage: "v1beta1", older: []string{"v1alpha1", "v1alpha2"}},
-
-	{group: groupPool, kind: "VirtualMachinePool", plural: "virtualmachinepools",
-		shortNames: []string{"vmpool", "vmpools"}, storage: "v1beta1", older: []string{"v1alpha1"}, status: true, scale: true, all: true},
-	{group: groupMigrations, kind: "MigrationPolicy", plural: "migrationpolicies", cluster: true, storage: "v1alpha1", status: true},
-	{group: groupExport, kind: "VirtualMachineExport", plural: "virtualmachineexports",
-		shortNames: []string{"vmexport", "vmexports"}, storage: "v1beta1", older: []string{"v1alpha1"}, status: true},
-	{group: groupClone, kind: "VirtualMachineClone", plural: "virtualmachineclones",
-		shortNames: []string{"vmclone", "vmclones"}, storage: "v1beta1", older: []string{"v1alpha1"}, status: true},
-	{group: groupBackup, kind: "VirtualMachineBackup", plural: "virtualmachinebackups",
-		shortNames: []string{"vmbackup", "vmbackups"}, storage: "v1alpha1", status: true},
-	{group: groupBackup, kind: "VirtualMachineBackupTracker", plural: "virtualmachinebackuptrackers",
-		shortNames: []string{"vmbackuptracker", "vmbackuptrackers"}, storage: "v1alpha1", status: true},
-	{group: groupPlugin, kind: "Plugin", plural: "plugins", cluster: true, storage: "v1alpha1", status: true},
-}
-
-func (b *builder) crds() {
-	for _, name := range ownCRDs {
-		c, err := crd.Get(name)
+// releaseSchemas reads the release's generated CRDs once: the schema of each
+// kind's (only) version, with backticks in descriptions turned into quotes as
+// upstream's generator turns them.
+func releaseSchemas(rel *release.Release) (map[string]*apiextensionsv1.CustomResourceValidation, error) {
+	if cached, ok := schemaCache.Load(rel.Line); ok {
+		return cached.(map[string]*apiextensionsv1.CustomResourceValidation), nil
+	}
+	files, err := rel.Files("schemas")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*apiextensionsv1.CustomResourceValidation{}
+	for _, f := range files {
+		raw, err := rel.File(f)
 		if err != nil {
-			b.fail(err)
-			return
+			return nil, err
 		}
-		c.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
-		b.add(c)
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(raw, crd); err != nil {
+			return nil, fmt.Errorf("release %s %s: %w", rel.Line, f, err)
+		}
+		if len(crd.Spec.Versions) == 0 || crd.Spec.Versions[0].Schema == nil {
+			return nil, fmt.Errorf("release %s %s: no schema", rel.Line, f)
+		}
+		s := crd.Spec.Versions[0].Schema
+		sanitize(s.OpenAPIV3Schema)
+		out[crd.Spec.Names.Singular] = s
 	}
-	for _, d := range foreignCRDs {
-		b.add(d.build())
-	}
+	schemaCache.Store(rel.Line, out)
+	return out, nil
 }
 
-func (d crdDef) build() *apiextensionsv1.CustomResourceDefinition {
-	singular := d.plural[:len(d.plural)-1]
-	if d.plural == "migrationpolicies" {
-		singular = "migrationpolicy"
+// sanitize replaces backticks in the descriptions of the schema, its properties
+// and its items (upstream's walk; additionalProperties are not visited).
+func sanitize(p *apiextensionsv1.JSONSchemaProps) {
+	if p == nil {
+		return
 	}
-	scope := apiextensionsv1.NamespaceScoped
-	if d.cluster {
-		scope = apiextensionsv1.ClusterScoped
+	p.Description = strings.ReplaceAll(p.Description, "`", "'")
+	for k, child := range p.Properties {
+		sanitize(&child)
+		p.Properties[k] = child
 	}
-	names := apiextensionsv1.CustomResourceDefinitionNames{
-		Kind: d.kind, ListKind: d.kind + "List", Plural: d.plural, Singular: singular,
-		ShortNames: append([]string(nil), d.shortNames...),
-	}
-	if d.all {
-		names.Categories = []string{"all"}
-	}
-	versions := []apiextensionsv1.CustomResourceDefinitionVersion{d.version(d.storage, true)}
-	for _, v := range d.older {
-		versions = append(versions, d.version(v, false))
-	}
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: meta(d.plural+"."+d.group, "", nil),
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: d.group, Names: names, Scope: scope, Versions: versions,
-		},
-	}
-}
-
-func (d crdDef) version(name string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
-	preserve := true
-	v := apiextensionsv1.CustomResourceDefinitionVersion{
-		Name: name, Served: true, Storage: storage,
-		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-			Type: "object", XPreserveUnknownFields: &preserve,
-		}},
-	}
-	if !storage {
-		v.Deprecated = true
-	}
-	if d.status || d.scale {
-		v.Subresources = &apiextensionsv1.CustomResourceSubresources{}
-	}
-	if d.status {
-		v.Subresources.Status = &apiextensionsv1.CustomResourceSubresourceStatus{}
-	}
-	if d.scale {
-		selector := ".status.labelSelector"
-		v.Subresources.Scale = &apiextensionsv1.CustomResourceSubresourceScale{
-			SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: &selector,
+	if p.Items != nil {
+		sanitize(p.Items.Schema)
+		for i := range p.Items.JSONSchemas {
+			sanitize(&p.Items.JSONSchemas[i])
 		}
 	}
-	return v
 }

@@ -1,55 +1,31 @@
-// Package generate builds the install strategy of one deployment config: a pure
-// function from the config and two facts about the cluster (the monitoring
-// namespace that was found, and whether the OpenShift APIs are served) to every
-// object the operator installs for that deployment ID.
+// Package generate builds the install strategy of one deployment config from the
+// data of its KubeVirt release (internal/release): a pure function from the config
+// and the monitoring namespace that was found to every object that release's own
+// operator would install for it, field for field.
 //
-// The output is deterministic — no timestamps, no randomness, every list sorted
-// by namespace and name — so generating twice for the same input gives equal
-// strategies and equal ConfigMap payloads. Every object carries its TypeMeta, the
-// operator's labels and the three install-strategy annotations
-// (metadata.Inject); pod templates carry them too (metadata.InjectPodTemplate).
+// Generate picks the release by the config's KubeVirt version (its minor line) and
+// renders the release's files with a small view of the config (view.go): the
+// namespaces, every image, the version label, the pull policy and the switches of
+// the gates that change objects. Two changes touch every pod template and are made
+// on the typed objects instead (pods.go): the image pull secrets and the operator's
+// pass-through environment (KV_IO_EXTRA_ENV_*), prepended to each component's own.
+// The CRDs get the release's generated schemas (crds.go).
 //
-// Names, labels and counts follow upstream KubeVirt so an admin finds the objects
-// they know: 19 CRDs, 5 ServiceAccounts, 11 ClusterRoles, 8 ClusterRoleBindings,
-// 5 Roles and RoleBindings (6 with monitoring), 4 Services, the Deployments
-// virt-api, virt-controller, virt-exportproxy and (with DecentralizedLiveMigration)
-// virt-synchronization-controller, the DaemonSet virt-handler, 2 validating and
-// 2 mutating webhook configurations, 2 APIServices, 14 certificate Secrets, 4 CA
-// ConfigMaps (each once; upstream lists them twice), the node-restriction
-// ValidatingAdmissionPolicy and binding, the ServiceMonitor and PrometheusRule
-// (with a monitoring namespace) and the SCCs and Route (on OpenShift).
+// What the files hold and when (view.go has the switches):
 //
-// Beyond upstream's list, the strategy carries the PriorityClass
-// kubevirt-cluster-critical that every component pod names (priorityclass.go).
+//	always             crds.yaml + schemas, core.yaml, instancetypes.yaml, preferences.yaml
+//	monitoring found   monitoring.yaml (its PrometheusRule unless VMStatsCollector is on)
+//	gate Plugins       plugins.yaml
+//	gate Template      virt-template.yaml
 //
-// One file per concern: crds.go, rbac.go and roles.go, services.go, pods.go
-// (what all component pods share), deployments.go, daemonset.go, webhooks.go,
-// apiservices.go, certificates.go, monitoring.go, openshift.go and
-// admissionpolicy.go. yaml.go renders a strategy as kubectl-ready YAML.
+// As upstream, the strategy always holds the OpenShift objects (SCCs, the exportproxy
+// Route); the operator writes them only where their APIs are served. Nothing here
+// depends on the live cluster beyond the monitoring namespace: the operator's labels
+// and install-strategy annotations, certificates and CA bundles, customizeComponents,
+// placement, PodDisruptionBudgets and virt-api's replica count are applied later
+// (internal/apply, internal/certs), on every strategy alike, including one a
+// release's own operator generated.
 //
-// # Decided later, not here
-//
-// The strategy is the payload of one deployment ID, so everything that is the
-// same for every cluster running that ID is generated here, and what depends on
-// the live cluster is applied later by the apply engine:
-//
-//   - placement and replicas from spec.infra and spec.workloads, and
-//     spec.customizeComponents (patches and flags) — they are in the config and in
-//     the ID, but they are applied on top of the strategy's objects;
-//   - certificates and CA bundles: the Secrets are shells of type
-//     kubernetes.io/tls with empty tls.crt and tls.key (the API server requires the
-//     keys), the CA ConfigMaps have no data, and webhook configurations and
-//     APIServices have no caBundle; the operator fills them at apply time;
-//   - which conditional objects are synced: the virt-launcher-pod-mutator webhook
-//     only with ContainerPathVolumes, the ServiceMonitor and PrometheusRule only
-//     when their APIs are served, the admission policy only when its API is served,
-//     and PodDisruptionBudgets are created for Deployments with 2 or more replicas;
-//   - virt-api's replica count, computed from the number of nodes.
-//
-// # Left out for now
-//
-// The common instancetypes and preferences (upstream's 65 ClusterInstancetypes and
-// 54 ClusterPreferences), the virt-template bundle (FG Template) and the four
-// plugin admission policies (FG Plugins) are not generated yet; the README's
-// compatibility table lists them.
+// The output is deterministic: the same input gives the same objects in the same
+// order (the order of the release files).
 package generate

@@ -1,271 +1,287 @@
 package generate
 
 import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
-	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
-func TestEveryObjectHasTypeMetaAndOperatorMetadata(t *testing.T) {
-	for _, v := range variants {
-		t.Run(v.golden, func(t *testing.T) {
-			in := v.in(t)
-			for _, o := range mustGenerate(t, in).Objects() {
-				gvk := o.GetObjectKind().GroupVersionKind()
-				name := gvk.Kind + " " + o.GetName()
-				if gvk.Kind == "" || gvk.Version == "" {
-					t.Errorf("%s: no TypeMeta (%v)", o.GetName(), gvk)
+var update = flag.Bool("update", false, "rewrite the golden inventories in testdata/")
+
+// The inventory of each release's default strategy, as a reviewable golden file:
+// every object the release installs (test/e2e/fidelity proves them field by field).
+func TestInventoryPerRelease(t *testing.T) {
+	for _, tc := range []struct{ golden, version, monitoring string }{
+		{"inventory-v1.9-default.golden", "v1.9.0", ""},
+		{"inventory-v1.9-monitoring.golden", "v1.9.0", "monitoring"},
+		{"inventory-v1.8-default.golden", "v1.8.4", ""},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			s := mustGenerate(t, Input{Config: config(t, nil, tag(tc.version)), MonitorNamespace: tc.monitoring})
+			var lines []string
+			counts := map[string]int{}
+			for _, ref := range s.Inventory() {
+				if ref.Kind == "VirtualMachineClusterInstancetype" || ref.Kind == "VirtualMachineClusterPreference" {
+					counts[ref.Kind]++
+					continue
 				}
-				a := o.GetAnnotations()
-				if a[metadata.InstallStrategyIdentifierAnnotation] != in.Config.ID ||
-					a[metadata.InstallStrategyVersionAnnotation] != in.Config.KubeVirtVersion ||
-					a[metadata.InstallStrategyRegistryAnnotation] != in.Config.Registry {
-					t.Errorf("%s: install-strategy annotations %v", name, a)
+				lines = append(lines, ref.String())
+			}
+			for _, k := range slices.Sorted(maps.Keys(counts)) {
+				lines = append(lines, k+" x"+strconv.Itoa(counts[k]))
+			}
+			got := strings.Join(lines, "\n") + "\n"
+			path := filepath.Join("testdata", tc.golden)
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
 				}
-				if o.GetLabels()[metadata.ManagedByLabel] != metadata.ManagedByValue {
-					t.Errorf("%s: no managed-by label", name)
-				}
-				if _, ok := o.GetLabels()[metadata.AppLabel]; !ok {
-					t.Errorf("%s: no kubevirt.io label", name)
-				}
-				if !o.GetCreationTimestamp().Time.IsZero() || o.GetResourceVersion() != "" || o.GetUID() != "" {
-					t.Errorf("%s: carries server-set metadata", name)
-				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if got != string(want) {
+				t.Errorf("inventory differs from %s (go test -update rewrites it):\n%s", path, got)
 			}
 		})
 	}
 }
 
-// podTemplates returns every workload's pod template by name.
-func podTemplates(s *strategy.Strategy) map[string]*corev1.PodTemplateSpec {
-	out := map[string]*corev1.PodTemplateSpec{}
-	for _, d := range s.Deployments {
-		out[d.Name] = &d.Spec.Template
-	}
-	for _, d := range s.DaemonSets {
-		out[d.Name] = &d.Spec.Template
-	}
-	return out
-}
-
-func TestPodTemplatesCarryTargetAndComponentLabels(t *testing.T) {
-	cfg := config(t, nil)
-	for name, tmpl := range podTemplates(mustGenerate(t, Input{Config: cfg})) {
-		if tmpl.Annotations[metadata.InstallStrategyIdentifierAnnotation] != cfg.ID {
-			t.Errorf("%s: pod template lacks the install-strategy identifier", name)
-		}
-		if _, ok := tmpl.Annotations[metadata.GenerationAnnotation]; ok {
-			t.Errorf("%s: pod template carries the generation annotation", name)
-		}
-		if tmpl.Labels[metadata.AppLabel] != name || tmpl.Labels[metadata.PrometheusLabel] != "true" {
-			t.Errorf("%s: labels %v", name, tmpl.Labels)
-		}
-		wantSCC := metadata.RequiredSCCRestricted
-		if name == virtHandler {
-			wantSCC = metadata.RequiredSCCHandler
-		}
-		if tmpl.Annotations[metadata.RequiredSCCAnnotation] != wantSCC {
-			t.Errorf("%s: required SCC %q, want %q", name, tmpl.Annotations[metadata.RequiredSCCAnnotation], wantSCC)
-		}
-		spec := tmpl.Spec
-		if spec.PriorityClassName != priorityClassKubeVirtCritical || len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "CriticalAddonsOnly" {
-			t.Errorf("%s: priority %q tolerations %v", name, spec.PriorityClassName, spec.Tolerations)
-		}
-		c := spec.Containers[0]
-		if c.Name != name || len(c.Ports) == 0 || c.Ports[0].Name != portNameMetrics || c.Ports[0].ContainerPort != portHTTPS {
-			t.Errorf("%s: container %s ports %v", name, c.Name, c.Ports)
-		}
-		if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS || c.Resources.Requests.Memory().IsZero() {
-			t.Errorf("%s: no HTTPS readiness probe or no memory request", name)
-		}
-		if name == virtHandler {
-			if !spec.HostPID || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
-				t.Errorf("virt-handler is not privileged with hostPID")
-			}
-			continue
-		}
-		if spec.SecurityContext == nil || !*spec.SecurityContext.RunAsNonRoot || spec.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
-			*c.SecurityContext.AllowPrivilegeEscalation || c.SecurityContext.Capabilities.Drop[0] != "ALL" {
-			t.Errorf("%s: not restricted: %+v %+v", name, spec.SecurityContext, c.SecurityContext)
-		}
-		if spec.Affinity == nil || spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm.TopologyKey != corev1.LabelHostname {
-			t.Errorf("%s: no preferred anti-affinity on hostname", name)
-		}
-	}
-}
-
-func TestWorkloadShapes(t *testing.T) {
-	cfg := config(t, nil)
-	s := mustGenerate(t, Input{Config: cfg})
-	for _, d := range s.Deployments {
-		if *d.Spec.Replicas != 2 || d.Spec.Selector.MatchLabels[metadata.AppLabel] != d.Name {
-			t.Errorf("%s: replicas %d selector %v", d.Name, *d.Spec.Replicas, d.Spec.Selector)
-		}
-	}
-	ds := s.DaemonSets[0]
-	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.IntValue() != 1 {
-		t.Errorf("virt-handler update strategy %+v", ds.Spec.UpdateStrategy)
-	}
-	handler := ds.Spec.Template.Spec.Containers[0]
-	wantArgs := "--port 8443 --hostname-override $(NODE_NAME) --pod-ip-address $(MY_POD_IP) --max-metric-requests 3 " +
-		"--console-server-port 8186 --graceful-shutdown-seconds 315 -v 2 --migration-cn-types migration"
-	if got := strings.Join(handler.Args, " "); got != wantArgs {
-		t.Errorf("virt-handler args %q\nwant %q", got, wantArgs)
-	}
-	if handler.Env[0].Name != "NODE_NAME" || handler.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" ||
-		handler.Env[1].Name != "MY_POD_IP" || handler.Env[1].ValueFrom.FieldRef.FieldPath != "status.podIP" {
-		t.Errorf("virt-handler env %v", handler.Env)
-	}
-	api := deploymentNamed(t, s, virtAPI).Spec.Template.Spec.Containers[0]
-	if got := strings.Join(api.Args, " "); got != "--port 8443 --console-server-port 8186 --subresources-only -v 2" {
-		t.Errorf("virt-api args %q", got)
-	}
-	ctrl := deploymentNamed(t, s, virtController).Spec.Template.Spec.Containers[0]
-	if !strings.Contains(strings.Join(ctrl.Args, " "), "--launcher-image "+cfg.Image(deployid.Launcher)+" --exporter-image "+cfg.Image(deployid.ExportServer)) {
-		t.Errorf("virt-controller args %q", ctrl.Args)
-	}
-}
-
-func deploymentNamed(t *testing.T, s *strategy.Strategy, name string) *appsv1.Deployment {
-	t.Helper()
-	for _, d := range s.Deployments {
-		if d.Name == name {
-			return d
-		}
-	}
-	t.Fatalf("no Deployment %s", name)
-	return nil
-}
-
-func TestImagesComeFromTheConfig(t *testing.T) {
-	env := deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.7.0"}
-	before := mustGenerate(t, Input{Config: config(t, env)})
-	env["VIRT_HANDLER_IMAGE"] = "mirror.example/handler@sha256:0123"
-	cfg := config(t, env)
-	after := mustGenerate(t, Input{Config: cfg})
-	if got := after.DaemonSets[0].Spec.Template.Spec.Containers[0].Image; got != "mirror.example/handler@sha256:0123" {
-		t.Errorf("virt-handler image %q after VIRT_HANDLER_IMAGE changed", got)
-	}
-	if before.DaemonSets[0].Spec.Template.Spec.Containers[0].Image != "quay.io/kubevirt/virt-handler:v1.7.0" {
-		t.Errorf("default virt-handler image %q", before.DaemonSets[0].Spec.Template.Spec.Containers[0].Image)
-	}
-	want := map[string]deployid.Component{
-		virtAPI: deployid.API, virtController: deployid.Controller, virtExportProxy: deployid.ExportProxy,
-		virtSyncCtrl: deployid.SynchronizationController, virtHandler: deployid.Handler, virtLauncher: deployid.Launcher,
-	}
-	for name, tmpl := range podTemplates(after) {
-		for _, c := range append(append([]corev1.Container(nil), tmpl.Spec.InitContainers...), tmpl.Spec.Containers...) {
-			if c.Image != cfg.Image(want[c.Name]) || c.ImagePullPolicy != cfg.ImagePullPolicy() {
-				t.Errorf("%s/%s: image %q policy %q, want %q", name, c.Name, c.Image, c.ImagePullPolicy, cfg.Image(want[c.Name]))
-			}
-		}
-	}
-}
-
-func TestDeterministic(t *testing.T) {
-	in := Input{Config: config(t, nil, gates(deployid.GatePersistentReservation)), MonitorNamespace: "monitoring", OpenShift: true}
+func TestGenerateIsDeterministicAndLeavesNoPlaceholder(t *testing.T) {
+	in := Input{Config: config(t, nil), MonitorNamespace: "monitoring"}
 	a, b := mustGenerate(t, in), mustGenerate(t, in)
-	if !reflect.DeepEqual(a, b) {
-		t.Fatal("two Generate calls differ")
+	ja, _ := json.Marshal(a.Objects())
+	jb, _ := json.Marshal(b.Objects())
+	if string(ja) != string(jb) {
+		t.Error("two runs on the same input differ")
 	}
-	ya, _ := RenderYAML(a)
-	yb, _ := RenderYAML(b)
-	if string(ya) != string(yb) {
-		t.Fatal("two renderings differ")
+	if strings.Contains(string(ja), "[[") {
+		t.Error("a template placeholder is left in the strategy")
 	}
-}
-
-func TestGenerateDoesNotChangeTheConfig(t *testing.T) {
-	cfg := config(t, nil)
-	before := cfg.JSON()
-	mustGenerate(t, Input{Config: cfg, MonitorNamespace: "monitoring", OpenShift: true})
-	if cfg.JSON() != before {
-		t.Error("Generate changed its input")
-	}
-}
-
-func TestConditionalObjects(t *testing.T) {
-	plain := mustGenerate(t, Input{Config: config(t, nil)})
-	if len(plain.SecurityContextConstraints)+len(plain.Routes) != 0 {
-		t.Error("OpenShift objects without OpenShift")
-	}
-	if len(plain.ServiceMonitors)+len(plain.PrometheusRules) != 0 {
-		t.Error("monitoring objects without a monitor namespace")
-	}
-	for _, r := range plain.Roles {
-		if r.Name == monitoringName {
-			t.Error("monitoring Role without a monitor namespace")
-		}
-	}
-
-	cfg := config(t, nil, func(s *v1.KubeVirtSpec) { s.ServiceMonitorNamespace = "sm"; s.MonitorAccount = "prom" })
-	mon := mustGenerate(t, Input{Config: cfg, MonitorNamespace: "mon"})
-	if sm := mon.ServiceMonitors[0]; sm.Namespace != "sm" || sm.Spec.NamespaceSelector.MatchNames[0] != "kubevirt" {
-		t.Errorf("ServiceMonitor in %q selecting %v", sm.Namespace, sm.Spec.NamespaceSelector)
-	}
-	for _, rb := range mon.RoleBindings {
-		if rb.Name == monitoringName && (rb.Subjects[0].Name != "prom" || rb.Subjects[0].Namespace != "mon") {
-			t.Errorf("monitoring RoleBinding subject %+v", rb.Subjects[0])
-		}
-	}
-	if len(mon.PrometheusRules) != 1 || len(mon.PrometheusRules[0].Spec.Groups) == 0 {
-		t.Fatal("no PrometheusRule")
-	}
-	alerts := map[string]bool{}
-	for _, g := range mon.PrometheusRules[0].Spec.Groups {
-		for _, r := range g.Rules {
-			alerts[r.Alert] = true
-		}
-	}
-	for _, a := range []string{"VirtAPIDown", "VirtControllerDown", "VirtHandlerDaemonSetRolloutFailing", "OutdatedVirtualMachineInstanceWorkloads"} {
-		if !alerts[a] {
-			t.Errorf("no alert %s", a)
-		}
-	}
-
-	stats := mustGenerate(t, Input{Config: config(t, nil, gates(deployid.GateVMStatsCollector)), MonitorNamespace: "mon"})
-	if len(stats.ServiceMonitors) != 1 || len(stats.PrometheusRules) != 0 {
-		t.Error("with VMStatsCollector: want the ServiceMonitor and no PrometheusRule")
-	}
-
-	noSync := mustGenerate(t, Input{Config: config(t, nil, disabledGates(deployid.GateDecentralizedLiveMigration))})
-	if len(noSync.Deployments) != 3 {
-		t.Errorf("without DecentralizedLiveMigration: %d Deployments, want 3", len(noSync.Deployments))
-	}
-}
-
-func TestWebhookCounts(t *testing.T) {
-	s := mustGenerate(t, Input{Config: config(t, nil)})
-	want := map[string]int{"virt-operator-validator": 3, "virt-api-validator": 23, "virt-api-mutator": 4, "virt-launcher-pod-mutator": 1}
-	got := map[string]int{}
-	names := map[string]bool{}
-	for _, v := range s.ValidatingWebhookConfigurations {
-		got[v.Name] = len(v.Webhooks)
-		for _, w := range v.Webhooks {
-			names[v.Name+"/"+w.Name] = true
-			if w.ClientConfig.Service == nil || w.ClientConfig.Service.Namespace != "kubevirt" || w.ClientConfig.CABundle != nil {
-				t.Errorf("%s/%s: client config %+v", v.Name, w.Name, w.ClientConfig)
+	for _, crd := range a.CRDs {
+		for _, v := range crd.Spec.Versions {
+			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+				t.Errorf("CRD %s version %s has no schema", crd.Name, v.Name)
 			}
 		}
 	}
-	for _, m := range s.MutatingWebhookConfigurations {
-		got[m.Name] = len(m.Webhooks)
-		for _, w := range m.Webhooks {
-			names[m.Name+"/"+w.Name] = true
-		}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	good := config(t, nil)
+	unknown := config(t, nil, tag("v1.7.4"))
+	noNS := good.DeepCopy()
+	noNS.Namespace = ""
+	noID := good.DeepCopy()
+	noID.ID = ""
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"no config", Input{}, "no deployment config"},
+		{"no namespace", Input{Config: noNS}, "no namespace"},
+		{"no id", Input{Config: noID}, "no ID"},
+		{"bad monitor namespace", Input{Config: good, MonitorNamespace: "Not_A_Namespace"}, `monitor namespace "Not_A_Namespace"`},
+		{"unknown release", Input{Config: unknown}, `KubeVirt "v1.7.4": not a KubeVirt release the builtin generator knows (it knows v1.9, v1.8)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Generate(tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("webhooks per configuration %v, want %v", got, want)
+	if _, err := Generate(Input{Config: unknown}); !errors.Is(err, ErrUnknownRelease) {
+		t.Errorf("an unknown release is %v, want ErrUnknownRelease", err)
 	}
-	if len(names) != 31 {
-		t.Errorf("%d distinct webhook names, want 31", len(names))
+}
+
+// Each config input that shapes objects, and its effect, per release.
+func TestConfigEffects(t *testing.T) {
+	manual := deployid.RoleAggregationManual
+	for _, tc := range []struct {
+		name    string
+		env     deployid.MapEnv
+		edit    func(*v1.KubeVirtSpec)
+		monitor string
+		check   func(t *testing.T, s *strategy.Strategy)
+	}{
+		{name: "registry, prefix and version from a release's operator image",
+			env: deployid.MapEnv{deployid.EnvVirtOperatorImage: "mirror.example.com/kv/pfx-virt-operator:v1.9.0"},
+			check: func(t *testing.T, s *strategy.Strategy) {
+				api := deployment(t, s, "virt-api").Spec.Template.Spec.Containers[0]
+				if api.Image != "mirror.example.com/kv/pfx-virt-api:v1.9.0" {
+					t.Errorf("virt-api image %s", api.Image)
+				}
+				tmpl := deployment(t, s, "virt-template-apiserver").Spec.Template.Spec.Containers[0]
+				if tmpl.Image != "mirror.example.com/kv/pfx-virt-template-apiserver:v0.2.2" {
+					t.Errorf("virt-template keeps its own version: %s", tmpl.Image)
+				}
+				ctrl := deployment(t, s, "virt-controller").Spec.Template.Spec.Containers[0]
+				if !slices.Contains(ctrl.Args, "mirror.example.com/kv/pfx-virt-launcher:v1.9.0") {
+					t.Errorf("virt-controller's launcher image: %v", ctrl.Args)
+				}
+			}},
+		{name: "a digest override is used verbatim",
+			env: deployid.MapEnv{deployid.EnvVirtOperatorImage: "ghcr.io/virt-operator/virt-operator:devel", "VIRT_HANDLER_IMAGE": "quay.io/kubevirt/virt-handler@sha256:abc"},
+			check: func(t *testing.T, s *strategy.Strategy) {
+				if img := handler(t, s).Containers[0].Image; img != "quay.io/kubevirt/virt-handler@sha256:abc" {
+					t.Errorf("handler image %s", img)
+				}
+			}},
+		{name: "pull policy and secrets",
+			edit: func(s *v1.KubeVirtSpec) {
+				s.ImagePullPolicy = corev1.PullAlways
+				s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+			},
+			check: func(t *testing.T, s *strategy.Strategy) {
+				for _, spec := range podSpecs(s) {
+					if !reflect.DeepEqual(spec.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "regcred"}}) {
+						t.Errorf("%v: pull secrets %v", containerNames(spec), spec.ImagePullSecrets)
+					}
+					if spec.Containers[0].ImagePullPolicy != corev1.PullAlways {
+						t.Errorf("%v: pull policy %s", containerNames(spec), spec.Containers[0].ImagePullPolicy)
+					}
+				}
+				if names := containerNames(handler(t, s)); !slices.Contains(names, "virt-launcher-image-holder") {
+					t.Errorf("virt-handler holds no launcher image: %v", names)
+				}
+			}},
+		{name: "pass-through env comes first, sorted",
+			env: deployid.MapEnv{deployid.EnvVirtOperatorImage: "ghcr.io/virt-operator/virt-operator:devel", "KV_IO_EXTRA_ENV_ZED": "z", "KV_IO_EXTRA_ENV_ALPHA": "a"},
+			check: func(t *testing.T, s *strategy.Strategy) {
+				for _, spec := range podSpecs(s) {
+					env := spec.Containers[0].Env
+					if len(env) < 2 || env[0].Name != "ALPHA" || env[1].Name != "ZED" {
+						t.Errorf("%v: env %v", containerNames(spec), env)
+					}
+				}
+				if env := handler(t, s).Containers[0].Env; env[2].Name != "NODE_NAME" {
+					t.Errorf("virt-handler's own env must follow: %v", env)
+				}
+			}},
+		{name: "monitoring: RBAC, ServiceMonitor in serviceMonitorNamespace, PrometheusRule",
+			edit:    func(s *v1.KubeVirtSpec) { s.ServiceMonitorNamespace = "kubevirt" },
+			monitor: "monitoring",
+			check: func(t *testing.T, s *strategy.Strategy) {
+				if len(s.ServiceMonitors) != 1 || s.ServiceMonitors[0].Namespace != "kubevirt" || len(s.PrometheusRules) != 1 {
+					t.Errorf("ServiceMonitors %v, PrometheusRules %d", s.Inventory(), len(s.PrometheusRules))
+				}
+				if ns := strategy.MonitorNamespaceOf(s); ns != "monitoring" {
+					t.Errorf("the monitoring RoleBinding binds in %q", ns)
+				}
+			}},
+		{name: "VMStatsCollector drops the PrometheusRule", edit: gates(deployid.GateVMStatsCollector), monitor: "monitoring",
+			check: func(t *testing.T, s *strategy.Strategy) {
+				if len(s.ServiceMonitors) != 1 || len(s.PrometheusRules) != 0 {
+					t.Errorf("%d ServiceMonitors, %d PrometheusRules", len(s.ServiceMonitors), len(s.PrometheusRules))
+				}
+			}},
+		{name: "v1.9: Template is Beta, on unless disabled", check: func(t *testing.T, s *strategy.Strategy) { deployment(t, s, "virt-template-controller") }},
+		{name: "v1.9: Template disabled", edit: disabledGates(deployid.GateTemplate),
+			check: func(t *testing.T, s *strategy.Strategy) {
+				for _, d := range s.Deployments {
+					if strings.HasPrefix(d.Name, "virt-template") {
+						t.Errorf("%s with Template disabled", d.Name)
+					}
+				}
+			}},
+		{name: "v1.8: Template is Alpha: off unless listed", edit: tag("v1.8.4"),
+			check: func(t *testing.T, s *strategy.Strategy) {
+				if len(s.Deployments) != 4 {
+					t.Errorf("v1.8 default Deployments %v", s.Inventory())
+				}
+			}},
+		{name: "v1.9 Plugins: four admission policies", edit: gates(deployid.GatePlugins),
+			check: func(t *testing.T, s *strategy.Strategy) {
+				if len(s.ValidatingAdmissionPolicies) != 6 || len(s.ValidatingAdmissionPolicyBindings) != 6 {
+					t.Errorf("%d policies, %d bindings", len(s.ValidatingAdmissionPolicies), len(s.ValidatingAdmissionPolicyBindings))
+				}
+			}},
+		{name: "v1.8 has no Plugins", edit: func(s *v1.KubeVirtSpec) { tag("v1.8.4")(s); gates(deployid.GatePlugins)(s) },
+			check: func(t *testing.T, s *strategy.Strategy) {
+				if len(s.ValidatingAdmissionPolicies) != 1 {
+					t.Errorf("%d policies", len(s.ValidatingAdmissionPolicies))
+				}
+			}},
+		{name: "roleAggregationStrategy Manual opts every ClusterRole out",
+			edit: func(s *v1.KubeVirtSpec) { gates(deployid.GateOptOutRoleAggregation)(s); s.Configuration.RoleAggregationStrategy = &manual },
+			check: func(t *testing.T, s *strategy.Strategy) {
+				n := 0
+				for _, cr := range s.ClusterRoles {
+					for k, v := range cr.Labels {
+						if strings.HasPrefix(k, aggregateLabelPrefix) {
+							n++
+							if v != "false" {
+								t.Errorf("%s: %s=%s", cr.Name, k, v)
+							}
+						}
+					}
+				}
+				if n < 10 { // kubevirt.io:admin/edit/view and the virt-template roles
+					t.Errorf("only %d aggregation labels", n)
+				}
+			}},
+		{name: "PersistentReservation adds pr-helper", edit: gates(deployid.GatePersistentReservation),
+			check: func(t *testing.T, s *strategy.Strategy) {
+				spec := handler(t, s)
+				if names := containerNames(spec); !slices.Contains(names, "pr-helper") || len(spec.Volumes) != 15 {
+					t.Errorf("containers %v, %d volumes", names, len(spec.Volumes))
+				}
+			}},
+		{name: "ExternalNetResourceInjection off: virt-controller reads NetworkAttachmentDefinitions",
+			edit: disabledGates(deployid.GateExternalNetResourceInject),
+			check: func(t *testing.T, s *strategy.Strategy) {
+				for _, cr := range s.ClusterRoles {
+					if cr.Name != "kubevirt-controller" {
+						continue
+					}
+					last := cr.Rules[len(cr.Rules)-1]
+					if !slices.Equal(last.Resources, []string{"network-attachment-definitions"}) {
+						t.Errorf("last rule %v", last)
+					}
+				}
+			}},
+		{name: "migration network and synchronization port",
+			edit: func(s *v1.KubeVirtSpec) {
+				n := "migration-net"
+				s.Configuration.MigrationConfiguration = &v1.MigrationConfiguration{Network: &n}
+				s.SynchronizationPort = "9999"
+			},
+			check: func(t *testing.T, s *strategy.Strategy) {
+				sync := deployment(t, s, "virt-synchronization-controller")
+				if sync.Spec.Template.Annotations["k8s.v1.cni.cncf.io/networks"] != "migration-net@migration0" ||
+					s.DaemonSets[0].Spec.Template.Annotations["k8s.v1.cni.cncf.io/networks"] != "migration-net@migration0" {
+					t.Error("the migration network is not joined")
+				}
+				c := sync.Spec.Template.Spec.Containers[0]
+				if c.Command[4] != "9999" || c.Ports[1].ContainerPort != 9999 {
+					t.Errorf("sync port: %v %v", c.Command, c.Ports)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var edits []func(*v1.KubeVirtSpec)
+			if tc.edit != nil {
+				edits = append(edits, tc.edit)
+			}
+			tc.check(t, mustGenerate(t, Input{Config: config(t, tc.env, edits...), MonitorNamespace: tc.monitor}))
+		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 var creationTimestamp = regexp.MustCompile(`(?m)^\s*creationTimestamp:`)
 
 func TestRenderYAML(t *testing.T) {
-	s := mustGenerate(t, Input{Config: config(t, nil), MonitorNamespace: "monitoring", OpenShift: true})
+	s := mustGenerate(t, Input{Config: config(t, nil), MonitorNamespace: "monitoring"})
 	out, err := RenderYAML(s)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestRenderYAML(t *testing.T) {
 }
 
 func BenchmarkGenerate(b *testing.B) {
-	in := Input{Config: config(b, nil), MonitorNamespace: "monitoring", OpenShift: true}
+	in := Input{Config: config(b, nil), MonitorNamespace: "monitoring"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Generate(in); err != nil {
@@ -56,7 +56,7 @@ func BenchmarkGenerate(b *testing.B) {
 }
 
 func BenchmarkGenerateAndRender(b *testing.B) {
-	in := Input{Config: config(b, nil), MonitorNamespace: "monitoring", OpenShift: true}
+	in := Input{Config: config(b, nil), MonitorNamespace: "monitoring"}
 	b.ReportAllocs()
 	for b.Loop() {
 		s, err := Generate(in)
