@@ -14,7 +14,7 @@ NODES        ?= 3
 # and the upgrade it then shows them moving through (UPGRADE_TO= for none).
 VMS            ?= 6
 NON_MIGRATABLE ?= 2
-UPGRADE_TO     ?= v1.7.0
+UPGRADE_TO     ?= v1.9.0
 GO_TEST_FLAGS ?=
 
 .PHONY: all build generate verify-generate tools cluster-bins vet lint test test-unit test-integration test-e2e run bench clean
@@ -40,13 +40,18 @@ MONITORING_CRDS := test/e2e/testdata/monitoring-crds
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:dir=config/crd/bases
+	@# The VM kinds' CRDs are the install strategy's (internal/release, from kubevirt.io/api):
+	@# api/v1 types only what the operator reads of them.
+	rm -f config/crd/bases/kubevirt.io_virtualmachine*.yaml
+	hack/kubevirt-api/schemas.sh $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) rbac:roleName=virt-operator paths=./internal/... output:rbac:dir=config/rbac
 	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$(MONITORING_CRDS)
 	find $(MONITORING_CRDS) -name '*.yaml' ! -name '*_servicemonitors.yaml' ! -name '*_prometheusrules.yaml' -delete
 
 # Fails when the committed generated files differ from what `make generate` writes.
 verify-generate: generate
-	@git diff --exit-code -- api config/crd config/rbac/role.yaml $(MONITORING_CRDS) || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- api config/crd config/rbac/role.yaml $(MONITORING_CRDS) internal/release/data || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- config/crd internal/release/data)" || { echo "generated files are not committed: run make generate and commit"; exit 1; }
 
 cluster-bins:
 	hack/cluster-bins.sh

@@ -25,7 +25,7 @@ func testConfig(t *testing.T, edit func(*v1.KubeVirtSpec)) *deployid.Config {
 	if edit != nil {
 		edit(&kv.Spec)
 	}
-	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{deployid.EnvVirtOperatorImage: "quay.io/kubevirt/virt-operator:v1.7.0"})
+	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{deployid.EnvVirtOperatorImage: "quay.io/kubevirt/virt-operator:v1.9.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func deployment(name string, replicas int32) *appsv1.Deployment {
 				Spec: corev1.PodSpec{
 					NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
 					Tolerations:  []corev1.Toleration{{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists}},
-					Containers: []corev1.Container{{Name: name, Image: "quay.io/kubevirt/" + name + ":v1.7.0",
+					Containers: []corev1.Container{{Name: name, Image: "quay.io/kubevirt/" + name + ":v1.9.0",
 						Command: []string{name}, Args: []string{"--port", "8443"}}},
 				},
 			},
@@ -62,7 +62,7 @@ func daemonSet(name string) *appsv1.DaemonSet {
 			Selector: &metav1.LabelSelector{MatchLabels: sel},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: sel},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "quay.io/kubevirt/" + name + ":v1.7.0", Command: []string{name}}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "quay.io/kubevirt/" + name + ":v1.9.0", Command: []string{name}}}},
 			},
 		},
 	}

@@ -50,7 +50,7 @@ func writeFile(t *testing.T, content string) string {
 	return path
 }
 
-var operatorEnvForTests = deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.7.0", "HOME": "/root"}
+var operatorEnvForTests = deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "ghcr.io/virt-operator/virt-operator:devel", "HOME": "/root"}
 
 func TestDeploymentIDOnSamples(t *testing.T) {
 	for _, sample := range []string{"kubevirt.yaml", "kubevirt-customized.yaml"} {

@@ -31,19 +31,32 @@ func TestRenderNames(t *testing.T) {
 			t.Errorf("no line %q", want)
 		}
 	}
-	for _, absent := range []string{"ServiceMonitor", "SecurityContextConstraints", "Route"} {
-		if strings.Contains(out, absent) {
-			t.Errorf("%s without --monitoring-namespace/--openshift", absent)
+	if strings.Contains(out, "ServiceMonitor") || strings.Contains(out, "virt-template") {
+		t.Error("a ServiceMonitor without --monitoring-namespace, or virt-template in v1.8 (the sample's release)")
+	}
+	// As upstream's, the strategy holds the OpenShift objects anywhere.
+	for _, want := range []string{"SecurityContextConstraints kubevirt-handler", "Route kubevirt/virt-exportproxy"} {
+		if !contains(lines, want) {
+			t.Errorf("no line %q", want)
 		}
 	}
-	more, err := runRenderCommand(t, operatorEnvForTests, "-f", sample, "-o", "names", "--monitoring-namespace", "monitoring", "--openshift")
+	more, err := runRenderCommand(t, operatorEnvForTests, "-f", sample, "-o", "names", "--monitoring-namespace", "monitoring", "--kubevirt-version", "v1.9.0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ServiceMonitor monitoring/prometheus-kubevirt-rules", "SecurityContextConstraints kubevirt-handler", "Route kubevirt/virt-exportproxy"} {
-		if !strings.Contains(more, want+"\n") {
-			t.Errorf("no line %q with --monitoring-namespace and --openshift", want)
-		}
+	if !strings.Contains(more, "ServiceMonitor monitoring/prometheus-kubevirt-rules\n") {
+		t.Error("no ServiceMonitor with --monitoring-namespace")
+	}
+	if strings.Contains(more, "virt-template") {
+		t.Error("--kubevirt-version beat the CR's spec.imageTag")
+	}
+	v19 := writeFile(t, "apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata: {name: kv}\n")
+	newest, err := runRenderCommand(t, operatorEnvForTests, "-f", v19, "-o", "names")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(newest, "Deployment kubevirt/virt-template-controller\n") {
+		t.Error("a CR without imageTag under this operator's own image should render v1.9 (virt-template on)")
 	}
 }
 
@@ -92,6 +105,9 @@ func TestRenderBadInputExitsTwo(t *testing.T) {
 		{"bad namespace", []string{"-f", kv, "--env", "POD_NAMESPACE=Bad_NS"}, `namespace "Bad_NS"`},
 		{"bad --env", []string{"-f", kv, "--env", "NOEQUALS"}, `--env "NOEQUALS"`},
 		{"unknown flag", []string{"--bogus"}, "unknown flag"},
+		{"a release the builtin generator does not know", []string{"-f", kv, "--kubevirt-version", "v1.7.4"},
+			`KubeVirt "v1.7.4": not a KubeVirt release the builtin generator knows (it knows v1.9, v1.8)`},
+		{"not a version", []string{"-f", kv, "--kubevirt-version", "latest"}, `--kubevirt-version "latest" is not a KubeVirt release version`},
 		{"positional argument", []string{"-f", kv, "extra"}, "takes no arguments"},
 	}
 	for _, tt := range tests {

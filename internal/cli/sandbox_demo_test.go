@@ -25,13 +25,13 @@ func TestSandboxRunRefusesBadDemoCounts(t *testing.T) {
 
 func TestProgressLine(t *testing.T) {
 	kv := &v1.KubeVirt{Status: v1.KubeVirtStatus{
-		ObservedKubeVirtVersion: "v1.6.0", TargetKubeVirtVersion: "v1.7.0",
+		ObservedKubeVirtVersion: "v1.8.4", TargetKubeVirtVersion: "v1.9.0",
 		HandlerRollout:                          &v1.HandlerRolloutStatus{Phase: "Canary", UpdatedPods: 1, DesiredPods: 3},
 		OutdatedVirtualMachineInstanceWorkloads: ptr.To(6),
 		WorkloadUpdates:                         &v1.WorkloadUpdatesStatus{Blocked: "upgrading"},
 	}}
 	got := progressLine(kv)
-	for _, want := range []string{"observed v1.6.0, target v1.7.0", "virt-handler Canary 1/3", "VMIs outdated 6", "waiting"} {
+	for _, want := range []string{"observed v1.8.4, target v1.9.0", "virt-handler Canary 1/3", "VMIs outdated 6", "waiting"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress line %q lacks %q", got, want)
 		}

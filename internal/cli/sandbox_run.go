@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/config/manager"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/operator"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
@@ -80,9 +81,10 @@ func NewSandboxRunCommand() *cobra.Command {
 	return cmd
 }
 
-// defaultSandboxOperatorImage names the images the sandbox "runs": kwok never
-// pulls them, but every component image and the deployment ID derive from it.
-const defaultSandboxOperatorImage = "quay.io/kubevirt/virt-operator:v1.6.0"
+// defaultSandboxOperatorImage is this operator's own image (kwok never pulls it):
+// the sample names the KubeVirt release in spec.imageTag, and the install-strategy
+// Job, which runs this image, runs this binary on the sandbox's Job runner.
+const defaultSandboxOperatorImage = "ghcr.io/virt-operator/virt-operator:devel"
 
 // sandboxOperatorEnv is the process environment with the operator image set.
 func sandboxOperatorEnv(image string) deployid.Env {
@@ -159,12 +161,17 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 }
 
 // ensureOperatorPrerequisites creates what `kubectl apply -k config/default`
-// gives a real install besides the operator: its namespace and ServiceAccount
-// (which runs the install-strategy Job).
+// gives a real install besides the operator: its namespace, its ServiceAccount
+// (which runs the install-strategy Job) and the components' PriorityClass.
 func ensureOperatorPrerequisites(ctx context.Context, c client.Client, namespace string) error {
+	pc, err := manager.PriorityClass()
+	if err != nil {
+		return err
+	}
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "virt-operator", Namespace: namespace}},
+		pc,
 	} {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)

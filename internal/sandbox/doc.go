@@ -81,10 +81,13 @@
 //
 //   - `virt-operator sandbox vmsim` (hidden, same binary) is a seventh background
 //     process, "vmsim" in state.json, started whenever the hostexec runner is (a
-//     known OperatorBinary) and CRDDir defines the kubevirt.io VM kinds; Down stops it
-//     with the other API clients. Up waits for DIR/vmsim.ready (written once its
-//     caches synced, after the CRDs are served) and names it, with its log's tail,
-//     if it exits or is late.
+//     known OperatorBinary) unless Options.NoVMSim (KubeVirt's own virt-controller
+//     then stands in); Up installs the VM kinds' CRDs from the default release's
+//     install strategy for it, so VMs exist before and without a KubeVirt install.
+//     Down stops it with the other API clients. Up waits for DIR/vmsim.ready
+//     (written once its caches synced) and names it, with its log's tail, if it
+//     exits or is late. As KubeVirt's own components do, it writes VMI status
+//     through the main resource (the VMI CRD has no status subresource).
 //   - Each VMI gets a launcher pod (virt-launcher-<vmi>-xxxxx, labels kubevirt.io=
 //     virt-launcher, kubevirt.io/created-by, vm.kubevirt.io/name; node selector
 //     type=kwok; no host-exec label) with the launcher image from the --launcher-image

@@ -38,8 +38,11 @@ type Options struct {
 	HostExecImages map[string]string
 	// MigrationDuration is how long the VM simulator (package vmsim) takes per live
 	// migration; 0: vmsim.DefaultMigrationDuration. The simulator runs when
-	// OperatorBinary is known and CRDDir defines the kubevirt.io VM kinds.
+	// OperatorBinary is known, with the VM kinds' CRDs of the default release.
 	MigrationDuration time.Duration
+	// NoVMSim keeps the VM simulator from running: for KubeVirt's own
+	// virt-controller, which must not meet it.
+	NoVMSim bool
 }
 
 // Sandbox is a running control plane started by Up.

@@ -8,38 +8,43 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/virt-operator/virt-operator/internal/release"
+	"github.com/virt-operator/virt-operator/internal/strategy/generate"
 )
 
 // vmSimName is the VM simulator's component name in state.json and logs/.
 const vmSimName = "vmsim"
 
-// vmSimKinds are the kubevirt.io kinds the simulator watches; it starts only when
-// the sandbox installs their CRDs.
-var vmSimKinds = []string{"VirtualMachine", "VirtualMachineInstance", "VirtualMachineInstanceMigration"}
+// vmSimCRDs are the CRDs of the kinds the simulator watches. The sandbox installs
+// them from the default release's install strategy (the operator later writes the
+// same ones), so VMs can be made before, or without, a KubeVirt install.
+var vmSimCRDs = []string{
+	"virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io", "virtualmachineinstancemigrations.kubevirt.io",
+}
 
 // vmSim is the sandbox's set-up of the VM simulator (package vmsim).
 type vmSim struct {
 	binary    string // the virt-operator binary; "" when the simulator does not start
 	duration  time.Duration
 	readyFile string // written by the simulator once its caches are synced
+	crds      []*apiextensionsv1.CustomResourceDefinition
 }
 
-// newVMSim runs the simulator with the host-exec runner's binary when CRDDir
-// defines the VM kinds.
+// newVMSim runs the simulator with the host-exec runner's binary, unless
+// Options.NoVMSim (the real virt-controller stands in instead).
 func newVMSim(dir string, o Options, hx hostExec) (vmSim, error) {
 	vs := vmSim{duration: o.MigrationDuration, readyFile: filepath.Join(dir, "vmsim.ready")}
-	if hx.binary == "" || o.CRDDir == "" {
+	if hx.binary == "" || o.NoVMSim {
 		return vs, nil
 	}
-	crds, err := readCRDs(o.CRDDir)
+	all, err := generate.ReleaseCRDs(release.Default())
 	if err != nil {
 		return vs, err
 	}
-	for _, kind := range vmSimKinds {
-		if !slices.ContainsFunc(crds, func(c *apiextensionsv1.CustomResourceDefinition) bool {
-			return c.Spec.Group == "kubevirt.io" && c.Spec.Names.Kind == kind
-		}) {
-			return vs, nil
+	for _, crd := range all {
+		if slices.Contains(vmSimCRDs, crd.Name) {
+			vs.crds = append(vs.crds, crd)
 		}
 	}
 	vs.binary = hx.binary

@@ -1,21 +1,12 @@
 package sandbox
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-func TestVMSimStartsWithBinaryAndVMCRDs(t *testing.T) {
-	crdDir, err := filepath.Abs(filepath.Join("..", "..", "config", "crd", "bases"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(crdDir); err != nil {
-		t.Skip("CRDs not generated")
-	}
+func TestVMSimStartsWithTheRunnerUnlessDisabled(t *testing.T) {
 	hx := hostExec{binary: "/sb/bin/virt-operator"}
 	for _, tc := range []struct {
 		name  string
@@ -23,10 +14,9 @@ func TestVMSimStartsWithBinaryAndVMCRDs(t *testing.T) {
 		hx    hostExec
 		start bool
 	}{
-		{"binary and VM CRDs", Options{CRDDir: crdDir, MigrationDuration: time.Second}, hx, true},
-		{"no binary", Options{CRDDir: crdDir}, hostExec{}, false},
-		{"no CRDs", Options{}, hx, false},
-		{"CRDs without the VM kinds", Options{CRDDir: t.TempDir()}, hx, false},
+		{"binary", Options{MigrationDuration: time.Second}, hx, true},
+		{"no binary", Options{}, hostExec{}, false},
+		{"disabled for KubeVirt's own virt-controller", Options{NoVMSim: true}, hx, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vs, err := newVMSim("/sb", tc.o, tc.hx)
@@ -35,6 +25,16 @@ func TestVMSimStartsWithBinaryAndVMCRDs(t *testing.T) {
 			}
 			if (vs.binary != "") != tc.start {
 				t.Errorf("binary %q, want started=%v", vs.binary, tc.start)
+			}
+			var names []string
+			for _, crd := range vs.crds {
+				names = append(names, crd.Name)
+				if len(crd.Spec.Versions) == 0 || crd.Spec.Versions[0].Schema == nil {
+					t.Errorf("CRD %s without a schema", crd.Name)
+				}
+			}
+			if want := map[bool]int{true: 3, false: 0}[tc.start]; len(names) != want {
+				t.Errorf("CRDs %v, want the %d of the VM kinds", names, want)
 			}
 		})
 	}

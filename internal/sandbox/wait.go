@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"net/http"
 	"strings"
 	"time"
@@ -87,8 +88,8 @@ func (s *Sandbox) converge(ctx context.Context, o Options, hx hostExec, vs vmSim
 		s.logf("%d nodes Ready in %s", o.Nodes, since(start))
 		return nil
 	})
-	if o.CRDDir != "" {
-		g.Go(func() error { return s.installCRDs(ctx, o.CRDDir) })
+	if o.CRDDir != "" || len(vs.crds) > 0 {
+		g.Go(func() error { return s.installCRDs(ctx, o.CRDDir, vs.crds) })
 	}
 	g.Go(func() error {
 		start := time.Now()
@@ -109,12 +110,18 @@ func (s *Sandbox) converge(ctx context.Context, o Options, hx hostExec, vs vmSim
 	return g.Wait()
 }
 
-func (s *Sandbox) installCRDs(ctx context.Context, dir string) error {
+// installCRDs creates the CRDs of dir ("" for none) and extra, and waits until they
+// are Established.
+func (s *Sandbox) installCRDs(ctx context.Context, dir string, extra []*apiextensionsv1.CustomResourceDefinition) error {
 	start := time.Now()
-	crds, err := readCRDs(dir)
-	if err != nil {
-		return err
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	if dir != "" {
+		var err error
+		if crds, err = readCRDs(dir); err != nil {
+			return err
+		}
 	}
+	crds = append(crds, extra...)
 	c, err := s.apiextensionsClient()
 	if err != nil {
 		return err
@@ -124,7 +131,7 @@ func (s *Sandbox) installCRDs(ctx context.Context, dir string) error {
 	}
 	established := func(ctx context.Context) (bool, error) { return crdsEstablished(ctx, c, crds) }
 	if err := s.waitFor(ctx, "kube-apiserver", stepTimeout, established); err != nil {
-		return fmt.Errorf("CRDs of %s: %w", dir, err)
+		return fmt.Errorf("CRDs: %w", err)
 	}
 	s.logf("%d CRDs Established in %s", len(crds), since(start))
 	return nil

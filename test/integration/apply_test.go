@@ -116,7 +116,7 @@ func smallStrategy(t *testing.T, ns string) *strategy.Strategy {
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 					Spec: corev1.PodSpec{ServiceAccountName: "kubevirt-apiserver", Containers: []corev1.Container{{
-						Name: "virt-api", Image: "quay.io/kubevirt/virt-api:v1.7.0", Command: []string{"virt-api"}}}}}}},
+						Name: "virt-api", Image: "quay.io/kubevirt/virt-api:v1.9.0", Command: []string{"virt-api"}}}}}}},
 		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-ca", Namespace: ns}, Data: map[string]string{"ca-bundle": "pem"}},
 	} {
@@ -134,7 +134,7 @@ func TestApplyEngineConvergesWithoutWritesAtRest(t *testing.T) {
 	ctx := context.Background()
 	ns := createNamespace(t, ctx, "apply")
 	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: ns}}
-	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{deployid.EnvVirtOperatorImage: "quay.io/kubevirt/virt-operator:v1.7.0"})
+	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{deployid.EnvVirtOperatorImage: "quay.io/kubevirt/virt-operator:v1.9.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestApplyEngineConvergesWithoutWritesAtRest(t *testing.T) {
 	if err := k8s.Get(ctx, key, d); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.Spec.Template.Spec.Containers[0].Image; got != "quay.io/kubevirt/virt-api:v1.7.0" {
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != "quay.io/kubevirt/virt-api:v1.9.0" {
 		t.Errorf("image = %q, not reverted", got)
 	}
 

@@ -15,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/virt-operator/virt-operator/internal/operator"
+	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
+	"github.com/virt-operator/virt-operator/internal/strategy/generate"
 )
 
 // env is the API server every test in this package shares.
@@ -39,9 +41,17 @@ func runWithAPIServer(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The operator's own KubeVirt CRD, and the CRDs KubeVirt's install strategy
+	// holds (the VM kinds among them), as the default release has them.
+	crds, err := generate.ReleaseCRDs(release.Default())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: bins,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()

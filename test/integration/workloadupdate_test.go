@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -118,10 +119,13 @@ func (h *updaterHarness) updateKubeVirtStatus(change func(*v1.KubeVirtStatus)) {
 	must(h.t, err)
 }
 
+// minimalVMISpec is the least a VMI's schema accepts.
+var minimalVMISpec = runtime.RawExtension{Raw: []byte(`{"domain":{"devices":{}}}`)}
+
 // createVMIs makes n Running VMIs on the old launcher, each with a launcher pod.
 func (h *updaterHarness) createVMIs(prefix string, n int, migratable bool) {
 	for i := range n {
-		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%03d", prefix, i), Namespace: wuNamespace}}
+		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%03d", prefix, i), Namespace: wuNamespace}, Spec: minimalVMISpec}
 		must(h.t, k8s.Create(h.ctx, vmi))
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "virt-launcher-" + vmi.Name, Namespace: wuNamespace,
@@ -135,7 +139,7 @@ func (h *updaterHarness) createVMIs(prefix string, n int, migratable bool) {
 		}
 		vmi.Status = v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, LauncherContainerImageVersion: oldLauncher,
 			Conditions: []v1.VirtualMachineInstanceCondition{{Type: v1.VMIConditionLiveMigratable, Status: status}}}
-		must(h.t, k8s.Status().Update(h.ctx, vmi))
+		must(h.t, k8s.Update(h.ctx, vmi)) // the main resource: a VMI has no status subresource
 	}
 }
 
@@ -170,7 +174,7 @@ func (h *updaterHarness) finish(m v1.VirtualMachineInstanceMigration, p v1.Virtu
 		// The handover and the new launcher show together, as virt-handler reports them.
 		vmi.Status.LauncherContainerImageVersion = h.newImg
 		vmi.Status.MigrationState = &v1.VirtualMachineInstanceMigrationState{MigrationUID: m.UID, Completed: true}
-		must(h.t, k8s.Status().Update(h.ctx, vmi))
+		must(h.t, k8s.Update(h.ctx, vmi))
 	}
 	m.Status.Phase = p
 	must(h.t, k8s.Status().Update(h.ctx, &m))
@@ -265,10 +269,10 @@ func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
 		BatchEvictionInterval: &metav1.Duration{Duration: interval},
 	})
 	h.createVMIs("ev", 6, false)
-	orphan := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: wuNamespace}}
+	orphan := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: wuNamespace}, Spec: minimalVMISpec}
 	must(t, k8s.Create(h.ctx, orphan))
 	orphan.Status = v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, LauncherContainerImageVersion: oldLauncher}
-	must(t, k8s.Status().Update(h.ctx, orphan))
+	must(t, k8s.Update(h.ctx, orphan))
 	h.openGate()
 
 	pods := func() int {

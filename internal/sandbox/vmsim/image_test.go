@@ -72,7 +72,7 @@ func TestCurrentLauncherImage(t *testing.T) {
 // simulator reads.
 func TestLauncherImageOfGeneratedVirtController(t *testing.T) {
 	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: "kubevirt"}}
-	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.7.0"})
+	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.9.0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func (s *simulator) execute(ctx context.Context, namespace string, m *v1.Virtual
 	}
 	if p.VMIStatus != nil {
 		vmi.Status = *p.VMIStatus
-		if err := s.client.Status().Update(ctx, vmi); err != nil {
+		if err := s.client.Update(ctx, vmi); err != nil { // the main resource: a VMI has no status subresource
 			return done(err)
 		}
 	}

@@ -32,7 +32,7 @@ func (s *simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 	}
 	if plan.Status != nil {
 		vmi.Status = *plan.Status
-		if err := s.client.Status().Update(ctx, vmi); err != nil {
+		if err := s.client.Update(ctx, vmi); err != nil { // the main resource: a VMI has no status subresource
 			return done(err)
 		}
 		if vmi.Status.Phase == v1.VMISucceeded {

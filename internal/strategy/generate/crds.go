@@ -11,6 +11,22 @@ import (
 	"github.com/virt-operator/virt-operator/internal/release"
 )
 
+// ReleaseCRDs are the CRDs rel's strategy installs for every config (crds.yaml,
+// with their schemas): what a sandbox needs to hold VMs before a KubeVirt install.
+func ReleaseCRDs(rel *release.Release) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	objs, err := render(rel, "crds.yaml", &view{rel: rel})
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, o := range objs {
+		if crd, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+			out = append(out, crd)
+		}
+	}
+	return out, attachSchemas(rel, out)
+}
+
 // attachSchemas gives every served version of each CRD that has none the schema
 // generated for its kind from the release's kubevirt.io/api types (matched by the
 // singular name, as upstream matches them). CRDs carrying their own schemas (the

@@ -42,7 +42,7 @@ func benchLifecycleOnce(b *testing.B) {
 	b.ReportMetric(time.Since(start).Seconds(), "install-s")
 
 	start = time.Now()
-	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 	e.eventually("observed == target", 3*time.Minute, func() (bool, error) {
 		kv := e.kubeVirt()
 		return kv.Status.ObservedDeploymentID != first.Status.ObservedDeploymentID && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
@@ -104,7 +104,7 @@ func BenchmarkHandlerCanary200(b *testing.B) {
 		tl := e.recordTimeline(ctx)
 		cpuBefore := cpuSeconds(b, p.cmd.Process.Pid)
 		start := time.Now()
-		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 		e.eventually("observed == target", 10*time.Minute, func() (bool, error) {
 			kv := e.kubeVirt()
 			return kv.Status.ObservedDeploymentID != first.Status.ObservedDeploymentID && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil

@@ -88,9 +88,9 @@ func TestHandlerCanary(t *testing.T) {
 	first := e.waitAvailable(3 * time.Minute)
 
 	t.Run("a healthy version: one canary pod, then the fast step, then done", func(t *testing.T) {
-		w := e.watchHandler(ctx, ":v1.7.0")
+		w := e.watchHandler(ctx, ":v1.9.0")
 		start := time.Now()
-		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 		e.eventually("observed == target", 3*time.Minute, func() (bool, error) {
 			kv := e.kubeVirt()
 			return kv.Status.ObservedDeploymentID != first.Status.ObservedDeploymentID && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
@@ -123,7 +123,7 @@ func TestHandlerCanary(t *testing.T) {
 	t.Run("a crash-looping version fails at the canary and is rolled back", func(t *testing.T) {
 		before := e.kubeVirt()
 		w := e.watchHandler(ctx, "-crashloop")
-		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.8.0-crashloop" })
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0-crashloop" })
 		e.eventually("the rollout Failed", 2*time.Minute, func() (bool, error) {
 			p := e.kubeVirt().Status.HandlerRollout
 			return p != nil && p.Phase == string(rollout.PhaseFailed), nil
@@ -140,7 +140,7 @@ func TestHandlerCanary(t *testing.T) {
 				}
 			}
 			st := ds.Status
-			return strings.HasSuffix(ds.Spec.Template.Spec.Containers[0].Image, ":v1.7.0") && len(pods.Items) == 20 &&
+			return strings.HasSuffix(ds.Spec.Template.Spec.Containers[0].Image, ":v1.9.0") && len(pods.Items) == 20 &&
 				st.ObservedGeneration == ds.Generation && st.NumberReady == 20 && st.UpdatedNumberScheduled == 20, nil
 		})
 		time.Sleep(2 * time.Second) // the status catches up with the last Ready pod
@@ -180,7 +180,7 @@ func TestHandlerCanary(t *testing.T) {
 	})
 
 	t.Run("TLS flags the target drops are kept until the rollout has succeeded", func(t *testing.T) {
-		e.tlsCarryOver(t, "v1.8.0")
+		e.tlsCarryOver(t, "v1.9.0")
 	})
 }
 
@@ -303,7 +303,7 @@ func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
 	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: 25 * time.Second}}})
 	first := e.waitAvailable(3 * time.Minute)
 
-	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 	var canary *v1.HandlerRolloutStatus
 	e.eventually("the canary baking", time.Minute, func() (bool, error) {
 		canary = e.kubeVirt().Status.HandlerRollout
@@ -337,7 +337,7 @@ func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := e.watchHandler(ctx, "-crashloop")
-	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.8.0-crashloop" })
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0-crashloop" })
 	e.eventually("the rollout Failed", 2*time.Minute, func() (bool, error) {
 		st := e.kubeVirt().Status.HandlerRollout
 		return st != nil && st.Phase == string(rollout.PhaseFailed), nil

@@ -23,6 +23,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/config/manager"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
@@ -34,7 +35,7 @@ import (
 
 const (
 	namespace     = "kubevirt"
-	operatorImage = "quay.io/kubevirt/virt-operator:v1.6.0"
+	operatorImage = "quay.io/kubevirt/virt-operator:v1.8.4"
 )
 
 // The in-process operator's logs are not part of the test output (the sandbox's
@@ -75,9 +76,15 @@ func startEnvWithoutOperator(t testing.TB, nodes int, opts ...func(*sandbox.Opti
 	}
 	e := &env{t: t, sb: sb, c: c}
 	// What `kubectl apply -k config/default` provides besides the operator:
-	// its namespace, ServiceAccount and RBAC.
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+	// its namespace, ServiceAccount, RBAC and the components' PriorityClass.
+	pc, err := manager.PriorityClass()
+	if err != nil {
 		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, pc} {
+		if err := c.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, obj := range rbacManifests(t) {
 		if err := c.Create(context.Background(), obj); err != nil {

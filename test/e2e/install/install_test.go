@@ -115,7 +115,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 
 	t.Run("an imageTag change rolls everything over before observed moves", func(t *testing.T) {
 		start := time.Now()
-		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 		var newID string
 		e.eventually("the new target", 30*time.Second, func() (bool, error) {
 			kv := e.kubeVirt()
@@ -129,12 +129,12 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 			}
 			// Observed moved: by now every component must already run the target.
 			for _, d := range e.deployments() {
-				if img := d.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v1.7.0") || d.Status.UpdatedReplicas != *d.Spec.Replicas {
+				if img := d.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v1.9.0") || d.Status.UpdatedReplicas != *d.Spec.Replicas {
 					t.Fatalf("observed == target while %s runs %s (%d of %d replicas updated)", d.Name, img, d.Status.UpdatedReplicas, *d.Spec.Replicas)
 				}
 			}
 			ds := e.daemonSet("virt-handler")
-			if img := ds.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v1.7.0") || ds.Status.UpdatedNumberScheduled != ds.Status.DesiredNumberScheduled {
+			if img := ds.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":v1.9.0") || ds.Status.UpdatedNumberScheduled != ds.Status.DesiredNumberScheduled {
 				t.Fatalf("observed == target while virt-handler runs %s (%d of %d pods updated)", img, ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled)
 			}
 			return true, nil

@@ -68,7 +68,7 @@ func TestOperatorKilledMidRolloutConverges(t *testing.T) {
 	p.start()
 	first := e.waitAvailable(3 * time.Minute)
 
-	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 	killAfter = time.Duration(rng.IntN(4000)) * time.Millisecond
 	time.Sleep(killAfter)
 	p.kill()

@@ -47,7 +47,7 @@ func BenchmarkWorkloadUpdate1000(b *testing.B) {
 		e.eventually("1000 VMIs counted up to date", time.Minute, func() (bool, error) { return outdated(e.kubeVirt()) == 0, nil })
 
 		migs := e.followMigrations()
-		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 		poll := func(what string, cond func(*v1.KubeVirt) bool) time.Time {
 			deadline := time.Now().Add(15 * time.Minute)
 			for time.Now().Before(deadline) {

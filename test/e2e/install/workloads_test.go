@@ -230,7 +230,7 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 	})
 
 	migs := e.followMigrations()
-	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.7.0" })
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 	e.eventually("the upgrade done (observed == target)", 5*time.Minute, func() (bool, error) {
 		kv := e.kubeVirt()
 		if kv.Status.ObservedDeploymentID != kv.Status.TargetDeploymentID || kv.Status.Phase != v1.KubeVirtPhaseDeployed {

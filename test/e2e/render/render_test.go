@@ -105,17 +105,35 @@ func waitEstablished(ctx context.Context, t *testing.T, c client.Client, names [
 	}
 }
 
+// Every object of each release's strategy (with monitoring, the OpenShift objects and
+// every gate-dependent object) is accepted by the API server: the CRDs for real, the
+// rest, the cluster instancetypes and preferences under their real schemas included,
+// by a server-side dry run.
 func TestStrategyIsAcceptedByTheAPIServer(t *testing.T) {
 	sb := sandboxtest.Start(t, 1)
-	ctx := t.Context()
 	c := newClient(t, sb.RESTConfig())
+	var s *strategy.Strategy
+	for _, version := range []string{"v1.8.4", "v1.9.0"} {
+		t.Run(version, func(t *testing.T) { s = testAccepted(t, c, version) })
+	}
+	t.Run("node restriction policy", func(t *testing.T) { testNodeRestriction(t.Context(), t, c, sb.RESTConfig(), s) })
+}
 
+func testAccepted(t *testing.T, c client.Client, version string) *strategy.Strategy {
+	ctx := t.Context()
+	manual := deployid.RoleAggregationManual
 	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: namespace}}
-	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.7.0"})
+	kv.Spec.ImageTag = version
+	kv.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	kv.Spec.Configuration.RoleAggregationStrategy = &manual
+	kv.Spec.Configuration.DeveloperConfiguration = &v1.DeveloperConfiguration{
+		FeatureGates: []string{"Template", "Plugins", "PersistentReservation", "OptOutRoleAggregation"},
+	}
+	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "ghcr.io/virt-operator/virt-operator:devel"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := generate.Generate(generate.Input{Config: cfg, MonitorNamespace: "monitoring", OpenShift: true})
+	s, err := generate.Generate(generate.Input{Config: cfg, MonitorNamespace: "monitoring"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +163,11 @@ func TestStrategyIsAcceptedByTheAPIServer(t *testing.T) {
 			continue
 		}
 		obj := o.DeepCopyObject().(client.Object)
+		if secret, ok := obj.(*corev1.Secret); ok && secret.Type == corev1.SecretTypeTLS {
+			// As upstream's, the strategy's certificate Secrets are empty shells the
+			// operator fills when it writes them.
+			secret.Data = map[string][]byte{corev1.TLSCertKey: []byte("x"), corev1.TLSPrivateKeyKey: []byte("x")}
+		}
 		kind := o.GetObjectKind().GroupVersionKind().Kind
 		// The RESTMapper learns the new CRDs lazily; retry "no matches for kind" briefly.
 		sandboxtest.Eventually(t, 30*time.Second, "dry-run create of "+kind+" "+o.GetName(), func() (bool, error) {
@@ -161,13 +184,13 @@ func TestStrategyIsAcceptedByTheAPIServer(t *testing.T) {
 		accepted++
 	}
 	t.Logf("%d CRDs applied, %d objects accepted by a server-side dry run", len(s.CRDs), accepted)
-
-	t.Run("node restriction policy", func(t *testing.T) { testNodeRestriction(ctx, t, c, sb.RESTConfig(), s) })
+	return s
 }
 
 // testNodeRestriction installs virt-handler's identity and the node-restriction
-// policy for real, then acts as virt-handler: kubevirt.io labels may change,
-// other labels and the node's spec may not.
+// policy for real, then acts as virt-handler on its own node (the node name its
+// pod-bound token carries): kubevirt.io labels may change, other labels and the
+// node's spec may not, and another node not at all.
 func testNodeRestriction(ctx context.Context, t *testing.T, admin client.Client, cfg *rest.Config, s *strategy.Strategy) {
 	for _, o := range s.Objects() {
 		switch o.GetObjectKind().GroupVersionKind().Kind {
@@ -177,14 +200,18 @@ func testNodeRestriction(ctx context.Context, t *testing.T, admin client.Client,
 			}
 		}
 	}
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":kubevirt-handler"}
-	handler := newClient(t, cfg)
-
 	nodes := &corev1.NodeList{}
 	if err := admin.List(ctx, nodes); err != nil || len(nodes.Items) == 0 {
 		t.Fatalf("no node: %v", err)
 	}
 	nodeName := nodes.Items[0].Name
+	as := func(node string) client.Client {
+		c := rest.CopyConfig(cfg)
+		c.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":kubevirt-handler",
+			Extra: map[string][]string{"authentication.kubernetes.io/node-name": {node}}}
+		return newClient(t, c)
+	}
+	handler := as(nodeName)
 	// Each call sets a new value: until the policy is active, a foreign label goes
 	// through, and re-setting the same value would then be no change at all.
 	attempt := 0
@@ -207,5 +234,10 @@ func testNodeRestriction(ctx context.Context, t *testing.T, admin client.Client,
 	err := handler.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, client.RawPatch(types.MergePatchType, taint))
 	if err == nil || !strings.Contains(err.Error(), "spec") {
 		t.Errorf("virt-handler tainted a node: %v", err)
+	}
+	other := []byte(`{"metadata":{"labels":{"kubevirt.io/schedulable":"false"}}}`)
+	err = as("another-node").Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, client.RawPatch(types.MergePatchType, other))
+	if err == nil || !strings.Contains(err.Error(), "cannot modify this node") {
+		t.Errorf("virt-handler of another node labelled this one: %v", err)
 	}
 }

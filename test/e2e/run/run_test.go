@@ -38,7 +38,7 @@ func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 	cmd := exec.Command(bin, "sandbox", "run", "--dir", dir, "--nodes", "3",
 		"--sample", filepath.Join(root, "config", "samples", "kubevirt.yaml"),
 		"--crd-dir", filepath.Join(root, "config", "crd", "bases"),
-		"--vms", "4", "--non-migratable", "1", "--demo-upgrade", "v1.7.0", "--migration-duration", "300ms")
+		"--vms", "4", "--non-migratable", "1", "--demo-upgrade", "v1.9.0", "--migration-duration", "300ms")
 	cmd.Dir = root
 	cmd.Stderr = &prefixWriter{t: t}
 	stdout, stdoutWriter := io.Pipe()
@@ -87,7 +87,7 @@ func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 		t.Fatalf("%d VMIs (%v), want 4", len(vmis.Items), err)
 	}
 	for _, vmi := range vmis.Items {
-		if !strings.Contains(vmi.Status.LauncherContainerImageVersion, "v1.7.0") {
+		if !strings.Contains(vmi.Status.LauncherContainerImageVersion, "v1.9.0") {
 			t.Errorf("%s runs %s after the demo upgrade", vmi.Name, vmi.Status.LauncherContainerImageVersion)
 		}
 	}
