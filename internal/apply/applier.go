@@ -88,17 +88,61 @@ func (ap *Applier) do(ctx context.Context, a Action) (client.Object, error) {
 }
 
 // ServerSideApply applies obj with FieldManager, forcing ownership of every
-// field it sets, and returns the object the server returned (unstructured).
+// field it sets, and returns the object the server returned (unstructured). An
+// object server-side apply cannot express (repeatedKeys) is created or replaced
+// instead.
 func (ap *Applier) ServerSideApply(ctx context.Context, obj client.Object) (client.Object, error) {
 	u, err := applyBody(obj, ap.Client.Scheme())
 	if err != nil {
 		return nil, err
+	}
+	if repeatedKeys(obj) {
+		return ap.createOrReplace(ctx, u)
 	}
 	if err := ap.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return nil, err
 	}
 	return u, nil
+}
+
+// createOrReplace writes u with a plain create, or an update of the whole object at
+// the live resourceVersion.
+func (ap *Applier) createOrReplace(ctx context.Context, u *unstructured.Unstructured) (client.Object, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(u.GroupVersionKind())
+	err := ap.Client.Get(ctx, client.ObjectKeyFromObject(u), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return u, ap.Client.Create(ctx, u, client.FieldOwner(FieldManager))
+	case err != nil:
+		return nil, err
+	}
+	u.SetResourceVersion(live.GetResourceVersion())
+	return u, ap.Client.Update(ctx, u, client.FieldOwner(FieldManager))
+}
+
+// repeatedKeys reports an object whose pod template repeats a container port
+// (containerPort and protocol): server-side apply refuses lists whose map keys
+// repeat, and upstream's virt-api declares port 8443 twice, as virt-api and as
+// metrics (the metrics Service targets it by the second name). The API server
+// itself accepts such a pod.
+func repeatedKeys(obj client.Object) bool {
+	tmpl := podTemplate(obj)
+	if tmpl == nil {
+		return false
+	}
+	for _, c := range tmpl.Spec.Containers {
+		seen := map[string]bool{}
+		for _, p := range c.Ports {
+			key := fmt.Sprintf("%d/%s", p.ContainerPort, p.Protocol)
+			if seen[key] {
+				return true
+			}
+			seen[key] = true
+		}
+	}
+	return false
 }
 
 // delete removes obj (this very object: UID precondition) in the background;
@@ -129,7 +173,7 @@ func applyBody(obj client.Object, scheme *runtime.Scheme) (*unstructured.Unstruc
 			return nil, err
 		}
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	m, err := contentOf(obj)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 func testScheme(t *testing.T) *runtime.Scheme {
@@ -119,5 +120,39 @@ func TestLiveObjectsAndListManaged(t *testing.T) {
 	}
 	if o := Orphans(Refs(Steps(d, Upgrade)), managed); len(o) != 0 {
 		t.Errorf("orphans right after install: %v", names(o))
+	}
+}
+
+// Upstream's virt-api repeats container port 8443 (as virt-api and as metrics):
+// server-side apply refuses that, so such an object is created, then replaced.
+func TestRepeatedPortsAreWrittenWithoutServerSideApply(t *testing.T) {
+	ctx := context.Background()
+	d := deployment(VirtAPI, 2)
+	d.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
+		{Name: "virt-api", ContainerPort: 8443, Protocol: corev1.ProtocolTCP},
+		{Name: "metrics", ContainerPort: 8443, Protocol: corev1.ProtocolTCP},
+	}
+	if !repeatedKeys(d) || repeatedKeys(deployment(VirtController, 2)) {
+		t.Fatal("repeatedKeys misjudges")
+	}
+	applies := 0
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			applies++
+			return c.Apply(ctx, obj, opts...)
+		},
+	}).Build()
+	ap := &Applier{Client: c}
+	for i := range 2 {
+		if _, err := ap.ServerSideApply(ctx, d); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	got := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil || len(got.Spec.Template.Spec.Containers[0].Ports) != 2 {
+		t.Fatalf("written: %v %v", got.Spec.Template.Spec.Containers, err)
+	}
+	if applies != 0 {
+		t.Errorf("%d server-side applies of an object with repeated ports", applies)
 	}
 }

@@ -44,7 +44,7 @@ func Desired(s *strategy.Strategy, cfg *deployid.Config) *strategy.Strategy {
 // Hash is a stable digest of obj as we would write it: its canonical JSON
 // without status, TypeMeta, server-set metadata and DesiredHashAnnotation itself.
 func Hash(obj client.Object) (string, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	m, err := contentOf(obj)
 	if err != nil {
 		return "", fmt.Errorf("hashing %s: %w", RefOf(obj), err)
 	}
@@ -65,6 +65,15 @@ func Hash(obj client.Object) (string, error) {
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:16]), nil
+}
+
+// contentOf is obj as a JSON-like map the caller may modify: the converter hands
+// out an unstructured object's own map, so that one is copied.
+func contentOf(obj client.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return runtime.DeepCopyJSON(u.Object), nil
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 }
 
 // stamp returns a copy of obj carrying its Hash in DesiredHashAnnotation.

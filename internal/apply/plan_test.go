@@ -1,12 +1,14 @@
 package apply
 
 import (
+	"reflect"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -220,5 +222,24 @@ func TestGenerations(t *testing.T) {
 	}
 	if g, _ := generationOf(&rbacv1.Role{}, 1, ""); g.Resource != "" {
 		t.Error("Roles have no generation semantics")
+	}
+}
+
+// Hashing and building the apply body of an unstructured object (the strategy's
+// Others) must leave it intact: the converter hands out its own map.
+func TestUnstructuredObjectsSurviveHashAndApplyBody(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "instancetype.kubevirt.io/v1beta1", "kind": "VirtualMachineClusterInstancetype",
+		"metadata": map[string]any{"name": "u1.small", "resourceVersion": "7"}, "spec": map[string]any{"cpu": map[string]any{"guest": int64(1)}},
+	}}
+	before := u.DeepCopy()
+	if _, err := Hash(u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyBody(u, testScheme(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(before.Object, u.Object) {
+		t.Errorf("modified: %v", u.Object)
 	}
 }

@@ -23,6 +23,10 @@ const (
 	SecretHandlerMonitoringClient = "kubevirt-virt-handler-monitoring-client-certs"
 	SecretSyncControllerClient    = "kubevirt-synchronization-controller-certs"
 	SecretSyncControllerServer    = "kubevirt-synchronization-controller-server-certs"
+	// The virt-template bundle's servers (FG Template).
+	SecretTemplateAPI     = "kubevirt-virt-template-api-certs"
+	SecretTemplateWebhook = "kubevirt-virt-template-webhook-certs"
+	SecretTemplateMetrics = "kubevirt-virt-template-controller-metrics-certs"
 	// ConfigMapExternalCA holds CA certificates an admin adds to the kubevirt-ca bundle.
 	ConfigMapExternalCA = "kubevirt-external-ca"
 	// CABundleKey is the data key of the CA ConfigMaps.
@@ -35,15 +39,18 @@ const (
 )
 
 const (
-	clusterDomain     = "cluster.local"
-	cnNodePrefix      = "kubevirt.io:system:node:"
-	cnClientPrefix    = "kubevirt.io:system:client:"
-	svcAPI            = "virt-api"
-	svcController     = "virt-controller"
-	svcExportProxy    = "virt-exportproxy"
-	svcOperator       = "kubevirt-operator-webhook"
-	svcHandler        = "virt-handler"
-	svcSyncController = "virt-synchronization-controller"
+	clusterDomain      = "cluster.local"
+	cnNodePrefix       = "kubevirt.io:system:node:"
+	cnClientPrefix     = "kubevirt.io:system:client:"
+	svcAPI             = "virt-api"
+	svcController      = "virt-controller"
+	svcExportProxy     = "virt-exportproxy"
+	svcOperator        = "kubevirt-operator-webhook"
+	svcHandler         = "virt-handler"
+	svcSyncController  = "virt-synchronization-controller"
+	svcTemplateAPI     = "virt-template-api-service"
+	svcTemplateWebhook = "virt-template-webhook-service"
+	svcTemplateMetrics = "virt-template-controller-manager-metrics-service"
 )
 
 // Kind says what a certificate is used for.
@@ -106,6 +113,12 @@ func ProfileFor(name, namespace string) (Profile, bool) {
 		return server(cnNodePrefix+svcHandler, svcHandler), true
 	case SecretSyncControllerServer:
 		return server(cnNodePrefix+svcSyncController, svcSyncController), true
+	case SecretTemplateAPI:
+		return server(podCN(svcTemplateAPI), svcTemplateAPI), true
+	case SecretTemplateWebhook:
+		return server(podCN(svcTemplateWebhook), svcTemplateWebhook), true
+	case SecretTemplateMetrics:
+		return server(podCN(svcTemplateMetrics), svcTemplateMetrics), true
 	case SecretHandlerClient:
 		return client(svcHandler), true
 	case SecretHandlerMigrationClient:

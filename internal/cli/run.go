@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/virt-operator/virt-operator/internal/admission"
 	"github.com/virt-operator/virt-operator/internal/operator"
 )
 
@@ -50,6 +51,7 @@ func NewRunCommand() *cobra.Command {
 	f.StringVar(&opts.Namespace, "namespace", "", "namespace the operator and the KubeVirt CR live in; default $POD_NAMESPACE, the pod's namespace, then kubevirt")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables it")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
+	f.StringVar(&opts.WebhookAddr, "webhook-bind-address", fmt.Sprintf(":%d", admission.DefaultPort), "address of the KubeVirt CR's admission webhooks (TLS, the kubevirt-operator-certs certificate); 0 disables them")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so only one replica reconciles")
 	f.Float32Var(&opts.QPS, "kube-api-qps", operator.DefaultQPS, "requests per second to the API server")
 	f.IntVar(&opts.Burst, "kube-api-burst", operator.DefaultBurst, "burst of requests to the API server")

@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/admission"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
 	"github.com/virt-operator/virt-operator/internal/controller/workloadupdate"
 	"github.com/virt-operator/virt-operator/internal/deployid"
@@ -35,6 +36,9 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz; "0" disables it.
 	HealthAddr string
+	// WebhookAddr serves the KubeVirt CR's admission webhooks over TLS (package
+	// admission); "" or "0" disables it.
+	WebhookAddr string
 	// LeaderElection makes only one replica reconcile at a time.
 	LeaderElection bool
 	// LeaderElectionID names the Lease used for leader election.
@@ -181,6 +185,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		}
 		if err := updater.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the workload updater: %w", err)
+		}
+	}
+	if o.WebhookAddr != "" && o.WebhookAddr != "0" {
+		if err := mgr.Add(&admission.Server{
+			Addr: o.WebhookAddr, Namespace: o.Namespace, Reader: mgr.GetClient(), Workloads: mgr.GetAPIReader(),
+			Log: ctrl.Log.WithName("webhooks"),
+		}); err != nil {
+			return err
 		}
 	}
 	ctrl.Log.WithName("operator").Info("starting", "namespace", o.Namespace, "leaderElection", o.LeaderElection,

@@ -1,0 +1,15 @@
+// Package admission serves the webhooks the install strategy points at the operator
+// itself (the ValidatingWebhookConfiguration virt-operator-validator, through the
+// Service kubevirt-operator-webhook): validation of the KubeVirt CR on create,
+// update and delete, at upstream's paths.
+//
+// The decisions are pure functions (decide.go): a second KubeVirt is refused, as
+// upstream refuses it; an update is checked only when the spec changes, so the
+// operator's own finalizer and label writes always pass; a delete under
+// BlockUninstallIfWorkloadsExist (the default) is refused while workloads exist, with
+// their counts, which is the only point at which an uninstall can still be
+// cancelled. The server (server.go) is a thin TLS shell around them: it serves with
+// the certificate the operator issues into the Secret kubevirt-operator-certs from
+// its own CA (read on every handshake from the cache, so a rotation needs no
+// restart) and runs on every replica, not only the leader.
+package admission

@@ -1,0 +1,188 @@
+package admission
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/certs"
+	"github.com/virt-operator/virt-operator/internal/workloads"
+)
+
+// Upstream's webhook paths (virt-operator-validator).
+const (
+	PathCreate = "/kubevirt-validate-create"
+	PathUpdate = "/kubevirt-validate-update"
+	PathDelete = "/kubevirt-validate-delete"
+)
+
+// DefaultPort is upstream's webhook port (the Service targets the named port webhooks).
+const DefaultPort = 8444
+
+// Server serves the KubeVirt CR's webhooks over TLS.
+type Server struct {
+	// Addr is the listen address, e.g. ":8444".
+	Addr string
+	// Namespace holds the serving certificate's Secret (the operator's namespace).
+	Namespace string
+	// Reader reads KubeVirt CRs and the certificate Secret (the manager's cache).
+	Reader client.Reader
+	// Workloads counts the workloads for a delete (uncached: a limited list).
+	Workloads client.Reader
+	Log       logr.Logger
+
+	mu     sync.Mutex
+	cached struct {
+		version string
+		cert    *tls.Certificate
+	}
+}
+
+// NeedLeaderElection is false: every replica serves, as the Service reaches any.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx ends (a manager.Runnable).
+func (s *Server) Start(ctx context.Context) error {
+	l, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("webhook server: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certificate},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	s.Log.Info("serving the KubeVirt webhooks", "addr", l.Addr().String())
+	if err := srv.ServeTLS(l, "", ""); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// certificate is the serving certificate in kubevirt-operator-certs, parsed again
+// only when the Secret changed.
+func (s *Server) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	secret := &corev1.Secret{}
+	if err := s.Reader.Get(hello.Context(), client.ObjectKey{Namespace: s.Namespace, Name: certs.SecretOperator}, secret); err != nil {
+		return nil, fmt.Errorf("the webhook certificate %s/%s: %w", s.Namespace, certs.SecretOperator, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cached.cert != nil && s.cached.version == secret.ResourceVersion {
+		return s.cached.cert, nil
+	}
+	cert, err := tls.X509KeyPair(secret.Data[certs.TLSCertKey], secret.Data[certs.TLSPrivateKeyKey])
+	if err != nil {
+		return nil, fmt.Errorf("the webhook certificate %s/%s: %w", s.Namespace, certs.SecretOperator, err)
+	}
+	s.cached.version, s.cached.cert = secret.ResourceVersion, &cert
+	return &cert, nil
+}
+
+// Handler serves the three paths.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(PathCreate, s.review(s.create))
+	mux.Handle(PathUpdate, s.review(s.update))
+	mux.Handle(PathDelete, s.review(s.delete))
+	return mux
+}
+
+type decideFunc func(ctx context.Context, req *admissionv1.AdmissionRequest) (Verdict, error)
+
+// review decodes an AdmissionReview, decides and answers with the same UID. A
+// request it cannot read is a 400; a decision that fails (the API is down) is a
+// refusal saying so, as failurePolicy Fail would make it anyway.
+func (s *Server) review(decide decideFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		in := &admissionv1.AdmissionReview{}
+		if err := json.Unmarshal(body, in); err != nil || in.Request == nil {
+			http.Error(w, fmt.Sprintf("not an AdmissionReview: %v", err), http.StatusBadRequest)
+			return
+		}
+		verdict, err := decide(r.Context(), in.Request)
+		if err != nil {
+			verdict = refuse("virt-operator could not decide: %v", err)
+		}
+		resp := &admissionv1.AdmissionResponse{UID: in.Request.UID, Allowed: verdict.Allowed}
+		if !verdict.Allowed {
+			resp.Result = &metav1.Status{Status: metav1.StatusFailure, Message: verdict.Message, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden}
+			s.Log.Info("refused", "operation", in.Request.Operation, "name", in.Request.Name, "namespace", in.Request.Namespace, "why", verdict.Message)
+		}
+		out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp}
+		if out.APIVersion == "" {
+			out.APIVersion, out.Kind = "admission.k8s.io/v1", "AdmissionReview"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&out)
+	})
+}
+
+func decodeKubeVirt(raw []byte) (*v1.KubeVirt, error) {
+	kv := &v1.KubeVirt{}
+	if err := json.Unmarshal(raw, kv); err != nil {
+		return nil, fmt.Errorf("not a KubeVirt: %w", err)
+	}
+	return kv, nil
+}
+
+func (s *Server) create(ctx context.Context, req *admissionv1.AdmissionRequest) (Verdict, error) {
+	kv, err := decodeKubeVirt(req.Object.Raw)
+	if err != nil {
+		return refuse("%v", err), nil
+	}
+	all := &v1.KubeVirtList{}
+	if err := s.Reader.List(ctx, all); err != nil {
+		return Verdict{}, err
+	}
+	return Create(kv, all.Items), nil
+}
+
+func (s *Server) update(_ context.Context, req *admissionv1.AdmissionRequest) (Verdict, error) {
+	kv, err := decodeKubeVirt(req.Object.Raw)
+	if err != nil {
+		return refuse("%v", err), nil
+	}
+	old, err := decodeKubeVirt(req.OldObject.Raw)
+	if err != nil {
+		return refuse("%v", err), nil
+	}
+	return Update(old, kv), nil
+}
+
+func (s *Server) delete(ctx context.Context, req *admissionv1.AdmissionRequest) (Verdict, error) {
+	kv, err := decodeKubeVirt(req.OldObject.Raw)
+	if err != nil {
+		return refuse("%v", err), nil
+	}
+	counts, err := workloads.Count(ctx, s.Workloads)
+	if err != nil {
+		return Verdict{}, err
+	}
+	return Delete(kv, counts), nil
+}
