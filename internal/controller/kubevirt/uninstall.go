@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -14,25 +13,29 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
 // uninstallPoll is how often a blocked or unfinished uninstall looks again.
 const uninstallPoll = time.Second
 
-// reconcileDelete uninstalls: refused while VMIs exist under
+// reconcileDelete uninstalls: held while workloads exist under
 // BlockUninstallIfWorkloadsExist (the default), else every managed object is
-// deleted in upstream's order, then the finalizer goes.
+// deleted in upstream's order, then the finalizer goes. The admission webhook
+// refuses such a delete up front; this guard holds one that got past it (the
+// webhook was not yet installed, or not reachable): the deletionTimestamp is set
+// by then, so the uninstall can no longer be cancelled, only held.
 func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reconcile.Result, error) {
 	if kv.Status.Phase == v1.KubeVirtPhaseDeleted {
 		return reconcile.Result{}, r.removeFinalizer(ctx, kv)
 	}
 	if kv.Spec.UninstallStrategy != v1.UninstallStrategyRemoveWorkloads {
-		count, err := r.countVMIs(ctx)
+		counts, err := workloads.Count(ctx, r.APIReaderOrClient())
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if count > 0 {
-			msg := fmt.Sprintf("Uninstall is blocked: %d VirtualMachineInstances exist and uninstallStrategy is BlockUninstallIfWorkloadsExist; delete them or set uninstallStrategy: RemoveWorkloads", count)
+		if counts.Total() > 0 {
+			msg := fmt.Sprintf("Uninstall is held: %s exist and uninstallStrategy is BlockUninstallIfWorkloadsExist. The deletion cannot be cancelled any more; delete the workloads, or set uninstallStrategy: RemoveWorkloads to delete them with KubeVirt", counts)
 			if c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionSynchronized); c == nil || c.Message != msg {
 				r.warning(kv, ReasonDeletionBlocked, "Uninstall", msg)
 			}
@@ -130,20 +133,6 @@ func (r *Reconciler) strategyLeftovers(ctx context.Context) ([]client.Object, er
 		out = append(out, &jobs[i])
 	}
 	return out, nil
-}
-
-// countVMIs counts VirtualMachineInstances in the cluster; none when their CRD
-// is not installed.
-func (r *Reconciler) countVMIs(ctx context.Context) (int, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(v1.GroupVersion.WithKind("VirtualMachineInstanceList"))
-	if err := r.APIReaderOrClient().List(ctx, list); err != nil {
-		if meta.IsNoMatchError(err) || isNotFound(err) {
-			return 0, nil
-		}
-		return 0, err
-	}
-	return len(list.Items), nil
 }
 
 // APIReaderOrClient is the uncached reader when there is one.
