@@ -66,7 +66,10 @@ func TestSpecValidation(t *testing.T) {
 		{"merge patch that is a list", patch(v1.MergePatchType, `[1]`), "a merge patch must be an object"},
 		{"not JSON", patch(v1.StrategicMergePatchType, `{`), "the patch is not JSON"},
 		{"unknown type", patch("yaml", `{}`), `type "yaml"`},
-		{"handler rollout", func(kv *v1.KubeVirt) { n := int32(-1); kv.Spec.HandlerRollout = &v1.HandlerRolloutPolicy{CanarySize: &n} }, "spec.handlerRollout"},
+		{"handler rollout", func(kv *v1.KubeVirt) {
+			n := int32(-1)
+			kv.Spec.HandlerRollout = &v1.HandlerRolloutPolicy{CanarySize: &n}
+		}, "spec.handlerRollout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Create(kubeVirt(tc.edit), nil)

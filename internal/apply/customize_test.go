@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -179,16 +180,47 @@ func TestCustomizeFlagsAndPlacement(t *testing.T) {
 	for _, name := range []string{VirtAPI, VirtController, VirtExportProxy, VirtSynchronizationController} {
 		spec := find[*appsv1.Deployment](t, out, "Deployment", name).Spec
 		ps := spec.Template.Spec
-		if *spec.Replicas != 3 || ps.NodeSelector["infra"] != "yes" || ps.NodeSelector["kubernetes.io/os"] != "other" ||
-			!reflect.DeepEqual(ps.Affinity, affinity) || len(ps.Tolerations) != 2 || ps.Tolerations[1].Key != "infra" {
+		// The pod's own selector wins on a shared key (its kubernetes.io/os), as upstream.
+		if *spec.Replicas != 3 || ps.NodeSelector["infra"] != "yes" || ps.NodeSelector["kubernetes.io/os"] != "linux" ||
+			!equality.Semantic.DeepEqual(ps.Affinity, affinity) || len(ps.Tolerations) != 2 || ps.Tolerations[1].Key != "infra" {
 			t.Errorf("%s: replicas %d, placement %+v", name, *spec.Replicas, ps)
 		}
 	}
-	if other := find[*appsv1.Deployment](t, out, "Deployment", "virt-template-controller"); other.Spec.Template.Spec.NodeSelector["infra"] != "" {
-		t.Error("infra placement reached a non-infra Deployment")
+	// As upstream: infra placement reaches every Deployment, its replicas all but virt-template's.
+	if other := find[*appsv1.Deployment](t, out, "Deployment", "virt-template-controller"); other.Spec.Template.Spec.NodeSelector["infra"] != "yes" || *other.Spec.Replicas != 2 {
+		t.Errorf("virt-template: placement %v, replicas %d", other.Spec.Template.Spec.NodeSelector, *other.Spec.Replicas)
 	}
-	if ps := handler.Spec.Template.Spec; ps.NodeSelector["workload"] != "yes" || ps.NodeSelector["infra"] != "" {
+	if ps := handler.Spec.Template.Spec; ps.NodeSelector["workload"] != "yes" || ps.NodeSelector["infra"] != "" || ps.NodeSelector["kubernetes.io/os"] != "linux" {
 		t.Errorf("virt-handler placement = %+v", ps.NodeSelector)
+	}
+}
+
+// Without a placement, the control plane goes to control-plane nodes and every pod
+// to Linux nodes (upstream's defaults); the pod's own selectors and terms stay.
+func TestDefaultPlacement(t *testing.T) {
+	out, err := Customize(testStrategy(t), testConfig(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := find[*appsv1.Deployment](t, out, "Deployment", VirtAPI).Spec.Template.Spec
+	req := api.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(req) != 2 || req[0].MatchExpressions[0].Key != "node-role.kubernetes.io/control-plane" || req[1].MatchExpressions[0].Key != "node-role.kubernetes.io/master" {
+		t.Errorf("virt-api's required node affinity: %+v", req)
+	}
+	if api.NodeSelector["kubernetes.io/os"] != "linux" || len(api.Tolerations) != 3 {
+		t.Errorf("virt-api: selector %v, tolerations %v", api.NodeSelector, api.Tolerations)
+	}
+	handler := find[*appsv1.DaemonSet](t, out, "DaemonSet", VirtHandler).Spec.Template.Spec
+	if handler.Affinity != nil || handler.NodeSelector["kubernetes.io/os"] != "linux" {
+		t.Errorf("virt-handler: affinity %v, selector %v", handler.Affinity, handler.NodeSelector)
+	}
+
+	spec := &corev1.PodSpec{NodeSelector: map[string]string{"kubernetes.io/os": "windows"},
+		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "own", Operator: corev1.NodeSelectorOpExists}}}}}}}}
+	InjectPlacement(spec, nil, ControlPlane)
+	if spec.NodeSelector["kubernetes.io/os"] != "windows" || len(spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) != 3 {
+		t.Errorf("the pod's own placement must stay and be added to: %+v", spec)
 	}
 }
 

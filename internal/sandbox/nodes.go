@@ -24,9 +24,14 @@ const (
 // nodeName numbers nodes node-000, node-001, ... (more digits past 999).
 func nodeName(i int) string { return fmt.Sprintf("%s%03d", nodePrefix, i) }
 
+// controlPlaneLabel marks node-000 as the cluster's control-plane node, where
+// KubeVirt's control plane (and the install-strategy Job) goes by default.
+const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
+
 // newNode is a kwok node. Its allocatable resources are set at creation, as a kubelet
 // would register them; kwok's node-initialize stage keeps them. Each node gets its own
-// /24 podCIDR so kwok hands out distinct pod IPs per node.
+// /24 podCIDR so kwok hands out distinct pod IPs per node. The first one is also the
+// control-plane node (untainted, so it runs workloads too).
 func newNode(i int) *corev1.Node {
 	name := nodeName(i)
 	res := corev1.ResourceList{
@@ -35,7 +40,7 @@ func newNode(i int) *corev1.Node {
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
 	cidr := fmt.Sprintf("10.%d.%d.0/24", 128+i/256%128, i%256)
-	return &corev1.Node{
+	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
 			Labels: map[string]string{
@@ -48,6 +53,10 @@ func newNode(i int) *corev1.Node {
 		Spec:   corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr}},
 		Status: corev1.NodeStatus{Capacity: res, Allocatable: res},
 	}
+	if i == 0 {
+		node.Labels[controlPlaneLabel] = ""
+	}
+	return node
 }
 
 // nextNodeIndex returns one past the highest node-NNN index in the cluster, so nodes

@@ -34,7 +34,9 @@ func TestCount(t *testing.T) {
 	}
 
 	failing := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
-		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error { return errors.New("boom") },
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("boom")
+		},
 	}).Build()
 	if _, err := Count(context.Background(), failing); err == nil || err.Error() != "counting VirtualMachineInstances: boom" {
 		t.Errorf("a failing list: %v", err)

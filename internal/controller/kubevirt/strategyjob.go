@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 )
@@ -50,6 +51,29 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 		{Name: "TARGET_IMAGE_PULL_POLICY", Value: string(cfg.ImagePullPolicy())},
 		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 	}, cfg.PassthroughEnv()...)
+	pod := corev1.PodSpec{
+		ServiceAccountName: serviceAccount,
+		RestartPolicy:      corev1.RestartPolicyNever,
+		ImagePullSecrets:   cfg.ImagePullSecrets(),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Containers: []corev1.Container{{
+			Name:            "install-strategy-upload",
+			Image:           image,
+			ImagePullPolicy: cfg.ImagePullPolicy(),
+			Command:         []string{"virt-operator", "--dump-install-strategy"},
+			Env:             env,
+			SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: ptr.To(false),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			},
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		}},
+	}
+	// Placed as the control plane: spec.infra, else control-plane nodes (upstream).
+	apply.InjectPlacement(&pod, cfg.Infra, apply.ControlPlane)
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -66,27 +90,7 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 					metadata.AppLabel: strategyDumperLabel,
 					"np.kubevirt.io/allow-access-cluster-services": "true",
 				}},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: serviceAccount,
-					RestartPolicy:      corev1.RestartPolicyNever,
-					ImagePullSecrets:   cfg.ImagePullSecrets(),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					Containers: []corev1.Container{{
-						Name:            "install-strategy-upload",
-						Image:           image,
-						ImagePullPolicy: cfg.ImagePullPolicy(),
-						Command:         []string{"virt-operator", "--dump-install-strategy"},
-						Env:             env,
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-					}},
-				},
+				Spec: pod,
 			},
 		},
 	}

@@ -221,7 +221,10 @@ func TestConfigEffects(t *testing.T) {
 				}
 			}},
 		{name: "roleAggregationStrategy Manual opts every ClusterRole out",
-			edit: func(s *v1.KubeVirtSpec) { gates(deployid.GateOptOutRoleAggregation)(s); s.Configuration.RoleAggregationStrategy = &manual },
+			edit: func(s *v1.KubeVirtSpec) {
+				gates(deployid.GateOptOutRoleAggregation)(s)
+				s.Configuration.RoleAggregationStrategy = &manual
+			},
 			check: func(t *testing.T, s *strategy.Strategy) {
 				n := 0
 				for _, cr := range s.ClusterRoles {
