@@ -181,6 +181,14 @@ type KubeVirtConfiguration struct {
 	PersistentReservationConfiguration *PersistentReservationConfiguration `json:"persistentReservationConfiguration,omitempty"`
 	// ArchitectureConfiguration holds the default architecture of new VMIs.
 	ArchitectureConfiguration *ArchitectureConfiguration `json:"architectureConfiguration,omitempty"`
+	// CommonInstancetypesDeployment turns the release's cluster instancetypes and
+	// preferences on (the default) or off.
+	CommonInstancetypesDeployment *CommonInstancetypesDeployment `json:"commonInstancetypesDeployment,omitempty"`
+}
+
+// CommonInstancetypesDeployment turns the common instancetypes and preferences on or off.
+type CommonInstancetypesDeployment struct {
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // PersistentReservationConfiguration turns SCSI persistent reservation support on or off.

@@ -79,6 +79,9 @@ const (
 	KeyOptOutRoleAggregation             = "OptOutRoleAggregation"
 	KeyDecentralizedLiveMigrationEnabled = "DecentralizedLiveMigrationEnabled"
 	KeyContainerPathVolumesEnabled       = "ContainerPathVolumesEnabled"
+	// KeyCommonInstancetypesDisabled: configuration.commonInstancetypesDeployment
+	// is off, so the release's cluster instancetypes and preferences are not written.
+	KeyCommonInstancetypesDisabled = "CommonInstancetypesDisabled"
 )
 
 // flagOn is the value of a feature-gate presence key. Readers test presence only;

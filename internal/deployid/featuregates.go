@@ -58,5 +58,7 @@ func featureGateProperties(c *v1.KubeVirtConfiguration, rules *release.Release) 
 	set(KeyOptOutRoleAggregation, on(GateOptOutRoleAggregation) && manual)
 	set(KeyDecentralizedLiveMigrationEnabled, on(GateDecentralizedLiveMigration))
 	set(KeyContainerPathVolumesEnabled, on(GateContainerPathVolumes))
+	ci := c.CommonInstancetypesDeployment
+	set(KeyCommonInstancetypesDisabled, ci != nil && ci.Enabled != nil && !*ci.Enabled)
 	return out
 }

@@ -132,6 +132,10 @@ func (c *Config) DecentralizedLiveMigrationEnabled() bool {
 }
 func (c *Config) ContainerPathVolumesEnabled() bool { return c.has(KeyContainerPathVolumesEnabled) }
 
+// CommonInstancetypesEnabled: the release's cluster instancetypes and preferences
+// are written (unless configuration.commonInstancetypesDeployment turns them off).
+func (c *Config) CommonInstancetypesEnabled() bool { return !c.has(KeyCommonInstancetypesDisabled) }
+
 // PassthroughEnv is PassthroughEnvVars as container env, sorted by name so
 // generated objects are deterministic.
 func (c *Config) PassthroughEnv() []corev1.EnvVar {

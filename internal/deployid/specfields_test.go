@@ -148,6 +148,14 @@ var specClassification = map[string][]specEdit{
 			s.Configuration.PersistentReservationConfiguration = &v1.PersistentReservationConfiguration{Enabled: ptr(false)}
 		}),
 	},
+	"configuration.commonInstancetypesDeployment.enabled": {
+		in("false", func(s *v1.KubeVirtSpec) {
+			s.Configuration.CommonInstancetypesDeployment = &v1.CommonInstancetypesDeployment{Enabled: ptr(false)}
+		}),
+		out("true", func(s *v1.KubeVirtSpec) {
+			s.Configuration.CommonInstancetypesDeployment = &v1.CommonInstancetypesDeployment{Enabled: ptr(true)}
+		}),
+	},
 	// Written to status for virt-api to read; no created object changes.
 	"configuration.architectureConfiguration.defaultArchitecture": {
 		out("arm64", func(s *v1.KubeVirtSpec) {

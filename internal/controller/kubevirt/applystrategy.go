@@ -99,7 +99,8 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 }
 
 // desiredStrategy is the strategy with customizeComponents, certificates and
-// operator metadata applied, without kinds the cluster does not serve.
+// operator metadata applied, without what the CR switches off and kinds the
+// cluster does not serve.
 func (r *Reconciler) desiredStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config, s *strategy.Strategy) (*strategy.Strategy, time.Duration, error) {
 	customized, err := apply.Customize(s, cfg)
 	if err != nil {
@@ -121,7 +122,7 @@ func (r *Reconciler) desiredStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *
 	customized.Secrets = replaceByName(customized.Secrets, filled.Secrets)
 	customized.ConfigMaps = replaceByName(customized.ConfigMaps, filled.ConfigMaps)
 	certs.InjectCABundle(customized, filled.CABundle)
-	served, err := apply.ServedOnly(customized, r.Client.RESTMapper())
+	served, err := apply.ServedOnly(apply.Enabled(customized, cfg), r.Client.RESTMapper())
 	if err != nil {
 		return nil, 0, err
 	}
