@@ -5,6 +5,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY api/ api/
 COPY cmd/ cmd/
+COPY config/ config/
 COPY internal/ internal/
 ARG VERSION=devel
 RUN CGO_ENABLED=0 go build -trimpath \

@@ -77,6 +77,13 @@ func apiserverArgs(l layout) []string {
 		// The apiserver's own Endpoints for the kubernetes Service would point at
 		// 127.0.0.1, which EndpointSlice validation refuses; nothing here needs them.
 		"--endpoint-reconciler-type=none",
+		// An aggregated API server (KubeVirt's virt-api) refuses to start without a
+		// requestheader CA in kube-system/extension-apiserver-authentication.
+		"--requestheader-client-ca-file=" + l.Certs.CACert,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 	}
 	if l.AuditLog != "" {
 		args = append(args,

@@ -278,7 +278,14 @@ func ParseManifests(data []byte) (*Strategy, error) {
 		return nil, fmt.Errorf("%w: the payload holds no objects", ErrCorrupt)
 	}
 	s := &Strategy{}
+	seen := map[ObjectRef]bool{}
 	for _, obj := range objs {
+		// Upstream lists its CA ConfigMaps twice; the first of a name counts.
+		ref := ObjectRef{Kind: obj.GetObjectKind().GroupVersionKind().Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if seen[ref] {
+			continue
+		}
+		seen[ref] = true
 		if err := s.Add(obj); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}

@@ -473,3 +473,15 @@ func TestMeta(t *testing.T) {
 		t.Error("nil is not a strategy")
 	}
 }
+
+// Upstream's strategies list the CA ConfigMaps twice: one of each is kept.
+func TestDecodeKeepsOneObjectPerName(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kubevirt-ca\n  namespace: kubevirt\n"
+	s, err := Decode(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: testNS}, Data: map[string]string{ManifestsKey: cm + "---\n" + cm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.ConfigMaps) != 1 {
+		t.Errorf("%d ConfigMaps", len(s.ConfigMaps))
+	}
+}

@@ -2,28 +2,20 @@ package install_test
 
 import (
 	"context"
-	"io"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
-	"github.com/virt-operator/virt-operator/config/manager"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
@@ -75,64 +67,15 @@ func startEnvWithoutOperator(t testing.TB, nodes int, opts ...func(*sandbox.Opti
 		t.Fatal(err)
 	}
 	e := &env{t: t, sb: sb, c: c}
-	// What `kubectl apply -k config/default` provides besides the operator:
-	// its namespace, ServiceAccount, RBAC and the components' PriorityClass.
-	pc, err := manager.PriorityClass()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, pc} {
-		if err := c.Create(context.Background(), obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, obj := range rbacManifests(t) {
-		if err := c.Create(context.Background(), obj); err != nil {
-			t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
-		}
-	}
+	sandboxtest.InstallOperatorManifests(t, c, namespace)
 	return e
-}
-
-// rbacManifests are the objects of config/rbac.
-func rbacManifests(t testing.TB) []*unstructured.Unstructured {
-	t.Helper()
-	dir := filepath.Join(sandboxtest.RepoRoot(), "config", "rbac")
-	var out []*unstructured.Unstructured
-	for _, file := range []string{"service_account.yaml", "role.yaml", "role_binding.yaml", "cluster_role_binding.yaml"} {
-		f, err := os.Open(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err == io.EOF {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			if len(u.Object) > 0 {
-				out = append(out, u)
-			}
-		}
-		_ = f.Close()
-	}
-	return out
 }
 
 // operatorConfig is a client config with the virt-operator ServiceAccount's
 // token: the operator runs with exactly the RBAC config/ grants it.
 func (e *env) operatorConfig() *rest.Config {
 	e.t.Helper()
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "virt-operator", Namespace: namespace}}
-	if err := e.c.SubResource("token").Create(context.Background(), sa, req); err != nil {
-		e.t.Fatalf("requesting a token for the operator's ServiceAccount: %v", err)
-	}
-	cfg := rest.AnonymousClientConfig(e.sb.RESTConfig())
-	cfg.BearerToken = req.Status.Token
-	return cfg
+	return sandboxtest.ServiceAccountConfig(e.t, e.c, e.sb.RESTConfig(), namespace, "virt-operator")
 }
 
 func (e *env) startOperator() {

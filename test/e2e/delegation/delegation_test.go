@@ -1,0 +1,167 @@
+// Package delegation_test installs a KubeVirt release the builtin generator does not
+// know (v1.7.4) from that release's own operator image, which the install-strategy
+// Job runs in upstream's --dump-install-strategy mode (here KubeVirt's own v1.7.4
+// binary, from ../shared/upstream, on the sandbox's Job runner), then upgrades it to
+// v1.8.4 and v1.9.0, which the builtin generator renders.
+package delegation_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/operator"
+	"github.com/virt-operator/virt-operator/internal/sandbox"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+const (
+	namespace = "kubevirt"
+	ownImage  = "ghcr.io/virt-operator/virt-operator:devel"
+)
+
+func init() { ctrllog.SetLogger(logr.Discard()) }
+
+func TestUnknownReleaseFromItsOwnOperatorThenUpgrades(t *testing.T) {
+	upstream := sandboxtest.UpstreamBinary(t, "v1.7.4", "virt-operator")
+	sb := sandboxtest.Start(t, 3, sandboxtest.WithHostExec(t), func(o *sandbox.Options) {
+		o.HostExecImages = map[string]string{"quay.io/kubevirt/virt-operator:v1.7.4": upstream}
+	})
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(sb.RESTConfig(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxtest.InstallOperatorManifests(t, c, namespace)
+	cfg := sandboxtest.ServiceAccountConfig(t, c, sb.RESTConfig(), namespace, "virt-operator")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, cfg, operator.Options{Namespace: namespace, MetricsAddr: "0", HealthAddr: "0", LeaderElection: true,
+			Env: deployid.MapEnv{deployid.EnvVirtOperatorImage: ownImage}})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+
+	// Jobs are collected once done: record every Job's image as it appears.
+	jobImages := map[string]string{}
+	watchJobs := func() {
+		jobs := &batchv1.JobList{}
+		if c.List(t.Context(), jobs, client.InNamespace(namespace)) == nil {
+			for _, j := range jobs.Items {
+				jobImages[j.Annotations[metadata.InstallStrategyVersionAnnotation]] = j.Spec.Template.Spec.Containers[0].Image
+			}
+		}
+	}
+
+	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: namespace}, Spec: v1.KubeVirtSpec{ImageTag: "v1.7.4"}}
+	if err := c.Create(t.Context(), kv); err != nil {
+		t.Fatal(err)
+	}
+	for i, version := range []string{"v1.7.4", "v1.8.4", "v1.9.0"} {
+		start := time.Now()
+		if i > 0 {
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Get(t.Context(), client.ObjectKeyFromObject(kv), kv); err != nil {
+					return err
+				}
+				kv.Spec.ImageTag = version
+				return c.Update(t.Context(), kv)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		sandboxtest.Eventually(t, 4*time.Minute, "KubeVirt "+version+" Available", func() (bool, error) {
+			watchJobs()
+			got := &v1.KubeVirt{}
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(kv), got); err != nil {
+				return false, err
+			}
+			available := false
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == v1.KubeVirtConditionAvailable && cond.Status == corev1.ConditionTrue {
+					available = true
+				}
+			}
+			return available && got.Status.ObservedKubeVirtVersion == version,
+				fmt.Errorf("observed %q, conditions %+v", got.Status.ObservedKubeVirtVersion, got.Status.Conditions)
+		})
+		t.Logf("%s Available %v after it was asked for", version, time.Since(start).Round(100*time.Millisecond))
+		checkRunning(t, c, version)
+	}
+
+	if got := jobImages["v1.7.4"]; got != "quay.io/kubevirt/virt-operator:v1.7.4" {
+		t.Errorf("v1.7.4's strategy was dumped by %q, want the release's own operator", got)
+	}
+	for _, version := range []string{"v1.8.4", "v1.9.0"} {
+		if got := jobImages[version]; got != ownImage {
+			t.Errorf("%s's strategy was dumped by %q, want this operator's own image", version, got)
+		}
+	}
+	cms := &corev1.ConfigMapList{}
+	if err := c.List(t.Context(), cms, client.InNamespace(namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cms.Items) != 1 || cms.Items[0].Annotations[metadata.InstallStrategyVersionAnnotation] != "v1.9.0" {
+		t.Errorf("%d strategy ConfigMaps left, want v1.9.0's only", len(cms.Items))
+	}
+}
+
+// checkRunning: every component Deployment and the DaemonSet run version's images
+// (virt-template its own) and carry its install-strategy annotations.
+func checkRunning(t *testing.T, c client.Client, version string) {
+	t.Helper()
+	deps := &appsv1.DeploymentList{}
+	if err := c.List(t.Context(), deps, client.InNamespace(namespace), client.MatchingLabels{metadata.ManagedByLabel: metadata.ManagedByValue}); err != nil {
+		t.Fatal(err)
+	}
+	if len(deps.Items) < 3 {
+		t.Fatalf("%d Deployments", len(deps.Items))
+	}
+	for _, d := range deps.Items {
+		img := d.Spec.Template.Spec.Containers[0].Image
+		if !strings.HasPrefix(d.Name, "virt-template") && !strings.HasSuffix(img, ":"+version) {
+			t.Errorf("%s runs %s on %s", d.Name, img, version)
+		}
+		if d.Annotations[metadata.InstallStrategyVersionAnnotation] != version {
+			t.Errorf("%s is annotated for %s", d.Name, d.Annotations[metadata.InstallStrategyVersionAnnotation])
+		}
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: "virt-handler"}, ds); err != nil {
+		t.Fatal(err)
+	}
+	if img := ds.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":"+version) {
+		t.Errorf("virt-handler runs %s on %s", img, version)
+	}
+	s := &corev1.ConfigMapList{}
+	_ = c.List(t.Context(), s, client.InNamespace(namespace), client.HasLabels{metadata.InstallStrategyLabel})
+	for _, cm := range s.Items {
+		if meta, _ := strategy.Meta(&cm); meta.Version == version && !meta.MonitorRecorded {
+			t.Errorf("the strategy ConfigMap %s of %s records no monitoring namespace", cm.Name, version)
+		}
+	}
+}
