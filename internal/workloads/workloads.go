@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,7 +60,9 @@ func (c Counts) String() string {
 
 // Count counts every workload kind cluster-wide with one metadata-only list of at
 // most one item per kind (the API server reports how many more there are), so the
-// cost does not grow with the number of VMs. A kind whose CRD is gone counts 0.
+// cost does not grow with the number of VMs. A kind whose CRD is gone counts 0,
+// whether the client's REST mapping knows it is gone (no match) or not yet (the
+// API server answers 404, as it does all through an uninstall's CRD deletion).
 func Count(ctx context.Context, r client.Reader) (Counts, error) {
 	out := make(Counts, len(Kinds))
 	for i, k := range Kinds {
@@ -67,7 +70,7 @@ func Count(ctx context.Context, r client.Reader) (Counts, error) {
 		list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
 		err := r.List(ctx, list, client.Limit(1))
 		switch {
-		case meta.IsNoMatchError(err):
+		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("counting %s: %w", k.Plural, err)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -40,6 +42,15 @@ func TestCount(t *testing.T) {
 	}).Build()
 	if _, err := Count(context.Background(), failing); err == nil || err.Error() != "counting VirtualMachineInstances: boom" {
 		t.Errorf("a failing list: %v", err)
+	}
+	// Deleted CRDs the client still maps: the API server answers 404.
+	gone := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(_ context.Context, _ client.WithWatch, _ client.ObjectList, _ ...client.ListOption) error {
+			return apierrors.NewNotFound(schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachineinstances"}, "")
+		},
+	}).Build()
+	if counts, err := Count(context.Background(), gone); err != nil || counts.Total() != 0 {
+		t.Errorf("CRDs gone: %v, %v", counts, err)
 	}
 	if (Counts{0, 0, 0, 0}).String() != "" {
 		t.Error("no workloads render as text")

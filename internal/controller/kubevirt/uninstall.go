@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -76,6 +77,9 @@ func (r *Reconciler) deleteEverything(ctx context.Context) ([]client.Object, err
 		if err := r.deleteAll(ctx, groups[0]); err != nil {
 			return nil, err
 		}
+		if err := r.nudgeStuckCRDs(ctx, groups[0]); err != nil {
+			return nil, err
+		}
 		return groups[0], nil
 	}
 	leftovers, err := r.strategyLeftovers(ctx)
@@ -93,6 +97,56 @@ func (r *Reconciler) deleteEverything(ctx context.Context) ([]client.Object, err
 	return remaining, nil
 }
 
+// nudgeStuckCRDs touches each terminating CRD whose instance clean-up failed
+// and has not been retried for crdNudgeInterval. The API server's CRD finalizer
+// gives up on such a CRD when its retry meets a conflict, waiting for a change
+// that never comes: a CRD deleted moments after its creation (a new release's
+// CRD on an uninstall right after the upgrade) stays Terminating with "could not
+// list instances: storage is (re)initializing". Any write brings the finalizer
+// back, and by then the storage is ready.
+func (r *Reconciler) nudgeStuckCRDs(ctx context.Context, objs []client.Object) error {
+	now := r.Clock.Now()
+	for _, o := range objs {
+		crd, ok := o.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok || !crdNeedsNudge(crd, now) {
+			continue
+		}
+		patch := client.MergeFrom(crd.DeepCopy())
+		metav1.SetMetaDataAnnotation(&crd.ObjectMeta, CRDCleanupRetryAnnotation, now.UTC().Format(time.RFC3339))
+		if err := r.Client.Patch(ctx, crd, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("retrying the instance clean-up of CRD %s: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// CRDCleanupRetryAnnotation records when the operator last made the API server
+// retry a terminating CRD's instance clean-up.
+const CRDCleanupRetryAnnotation = "kubevirt.io/virt-operator-crd-cleanup-retry"
+
+// crdNudgeInterval spaces the retries: the finalizer's own retries, when they
+// work, come sooner.
+const crdNudgeInterval = 5 * time.Second
+
+// crdNeedsNudge: terminating, its instance clean-up failed (InstanceDeletionFailed)
+// at least crdNudgeInterval ago, and not retried since.
+func crdNeedsNudge(crd *apiextensionsv1.CustomResourceDefinition, now time.Time) bool {
+	if crd.DeletionTimestamp == nil {
+		return false
+	}
+	failed := false
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Terminating && c.Status == apiextensionsv1.ConditionTrue && c.Reason == "InstanceDeletionFailed" {
+			failed = now.Sub(c.LastTransitionTime.Time) >= crdNudgeInterval
+		}
+	}
+	if !failed {
+		return false
+	}
+	last, err := time.Parse(time.RFC3339, crd.Annotations[CRDCleanupRetryAnnotation])
+	return err != nil || now.Sub(last) >= crdNudgeInterval
+}
+
 func (r *Reconciler) deleteAll(ctx context.Context, objs []client.Object) error {
 	for _, obj := range objs {
 		if obj.GetDeletionTimestamp() != nil {
@@ -105,7 +159,9 @@ func (r *Reconciler) deleteAll(ctx context.Context, objs []client.Object) error 
 	return nil
 }
 
-// describeRemaining names the first few objects an uninstall waits for.
+// describeRemaining names the first few objects an uninstall waits for, and
+// why the first terminating CRD is not gone yet (the API server says so in its
+// Terminating condition: instances left, or instances it failed to delete).
 func describeRemaining(objs []client.Object) string {
 	const shown = 3
 	var names []string
@@ -116,7 +172,27 @@ func describeRemaining(objs []client.Object) string {
 		}
 		names = append(names, apply.RefOf(o).String())
 	}
-	return fmt.Sprintf("Deletion was triggered; waiting for %d objects to go: %s", len(objs), strings.Join(names, ", "))
+	msg := fmt.Sprintf("Deletion was triggered; waiting for %d objects to go: %s", len(objs), strings.Join(names, ", "))
+	if why := crdTerminating(objs); why != "" {
+		msg += "; " + why
+	}
+	return msg
+}
+
+// crdTerminating is the first CRD's Terminating condition, as "<name>: <message>".
+func crdTerminating(objs []client.Object) string {
+	for _, o := range objs {
+		crd, ok := o.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok || crd.DeletionTimestamp == nil {
+			continue
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Terminating && c.Status == apiextensionsv1.ConditionTrue && c.Message != "" {
+				return crd.Name + ": " + c.Message
+			}
+		}
+	}
+	return ""
 }
 
 // strategyLeftovers are the install-strategy ConfigMaps and Jobs.

@@ -77,6 +77,12 @@ func (e *env) watchHandler(ctx context.Context, suffix string) *handlerWatch {
 	return w
 }
 
+// crashLoopTag is a version above v1.9.0 whose pods crash (the sandbox's
+// pod-crashloop stage): an upgrade, so virt-handler goes first, through the
+// canary. A tag at or below the running version (v1.9.0-crashloop is a
+// pre-release of v1.9.0) takes upstream's rollback order, virt-api first.
+const crashLoopTag = "v1.9.1-crashloop"
+
 // A healthy upgrade holds at one canary pod until it has baked, then widens;
 // a version whose pods crash seconds after Ready fails at the canary, is
 // rolled back, and never reaches a second node.
@@ -123,7 +129,7 @@ func TestHandlerCanary(t *testing.T) {
 	t.Run("a crash-looping version fails at the canary and is rolled back", func(t *testing.T) {
 		before := e.kubeVirt()
 		w := e.watchHandler(ctx, "-crashloop")
-		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0-crashloop" })
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = crashLoopTag })
 		e.eventually("the rollout Failed", 2*time.Minute, func() (bool, error) {
 			p := e.kubeVirt().Status.HandlerRollout
 			return p != nil && p.Phase == string(rollout.PhaseFailed), nil
@@ -180,7 +186,7 @@ func TestHandlerCanary(t *testing.T) {
 	})
 
 	t.Run("TLS flags the target drops are kept until the rollout has succeeded", func(t *testing.T) {
-		e.tlsCarryOver(t, "v1.9.0")
+		e.tlsCarryOver(t, "v1.9.1") // past the failed crashLoopTag: an upgrade again
 	})
 }
 
@@ -337,7 +343,7 @@ func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := e.watchHandler(ctx, "-crashloop")
-	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0-crashloop" })
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = crashLoopTag })
 	e.eventually("the rollout Failed", 2*time.Minute, func() (bool, error) {
 		st := e.kubeVirt().Status.HandlerRollout
 		return st != nil && st.Phase == string(rollout.PhaseFailed), nil

@@ -2,6 +2,8 @@ package install_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
@@ -33,7 +36,20 @@ const (
 // The in-process operator's logs are not part of the test output (the sandbox's
 // component logs are, on failure): saying so explicitly also keeps
 // controller-runtime from printing a stack trace about a logger never set.
-func init() { ctrllog.SetLogger(logr.Discard()) }
+// The in-process operator logs nowhere unless E2E_OPERATOR_LOG names a file
+// (benchmarks stay quiet; a failing run can be replayed with its log).
+func init() {
+	path := os.Getenv("E2E_OPERATOR_LOG")
+	if path == "" {
+		ctrllog.SetLogger(logr.Discard())
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		panic(err)
+	}
+	ctrllog.SetLogger(zap.New(zap.WriteTo(f)))
+}
 
 // env is a sandbox with the operator running in this process.
 type env struct {
@@ -140,7 +156,9 @@ func (e *env) eventually(what string, timeout time.Duration, cond func() (bool, 
 	if err != nil {
 		kv := &v1.KubeVirt{}
 		_ = e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "kubevirt"}, kv)
-		e.t.Fatalf("waiting for %s: %v\nKubeVirt status: %+v", what, err, kv.Status)
+		kv.Status.Generations = nil // long, and never the reason for a wait
+		status, _ := json.MarshalIndent(kv.Status, "", "  ")
+		e.t.Fatalf("waiting for %s: %v\nKubeVirt status: %s", what, err, status)
 	}
 }
 

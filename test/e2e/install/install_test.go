@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/strategy"
@@ -37,7 +38,12 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 	t.Run("every strategy object exists with the operator's annotations", func(t *testing.T) {
 		s := e.loadStrategy(firstID)
 		target := metadata.TargetFromStatus(&kv.Status)
-		served, err := apply.ServedOnly(s, e.c.RESTMapper()) // the OpenShift objects are written on OpenShift only
+		cfg, err := deployid.Parse(kv.Status.TargetDeploymentConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The OpenShift objects are written on OpenShift only, the gated ones with their gates.
+		served, err := apply.ServedOnly(apply.Enabled(s, cfg), e.c.RESTMapper())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,10 @@ import (
 
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -44,25 +46,50 @@ func (e *env) followMigrations() *migrationLog {
 		e.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(ctx, &v1.VirtualMachineInstanceMigrationList{}, client.InNamespace(vmNamespace))
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	l := &migrationLog{unfinished: map[types.UID]bool{}, created: map[types.UID]bool{},
 		createdAt: map[types.UID]time.Time{}, finishedAt: map[types.UID]time.Time{},
 		perVMI: map[string]map[v1.VirtualMachineInstanceMigrationPhase]int{}}
+	// An informer, not a bare watch: the API server ends a custom resource's
+	// watches when its CRD changes, as the upgrade's new CRDs do, and a watch
+	// resumed from the last resourceVersion is then refused as too old. The
+	// informer lists again and goes on.
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list := &v1.VirtualMachineInstanceMigrationList{}
+			return list, wc.List(ctx, list, client.InNamespace(vmNamespace), &client.ListOptions{Raw: &opts})
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return wc.Watch(ctx, &v1.VirtualMachineInstanceMigrationList{}, client.InNamespace(vmNamespace), &client.ListOptions{Raw: &opts})
+		},
+	}
+	migration := func(obj any) *v1.VirtualMachineInstanceMigration {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		m, _ := obj.(*v1.VirtualMachineInstanceMigration)
+		return m
+	}
+	_, informer := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
+		ListerWatcher: lw, ObjectType: &v1.VirtualMachineInstanceMigration{},
+		Handler: toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { l.record(watch.Added, migration(obj)) },
+			UpdateFunc: func(_, obj any) { l.record(watch.Modified, migration(obj)) },
+			DeleteFunc: func(obj any) {
+				if m := migration(obj); m != nil {
+					l.record(watch.Deleted, m)
+				}
+			},
+		},
+	})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev := range w.ResultChan() {
-			m, ok := ev.Object.(*v1.VirtualMachineInstanceMigration)
-			if !ok {
-				continue
-			}
-			l.record(ev.Type, m)
-		}
+		informer.RunWithContext(ctx)
 	}()
-	l.stop = func() { w.Stop(); cancel(); <-done }
+	if !toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		e.t.Fatal("the migration informer did not sync")
+	}
+	l.stop = func() { cancel(); <-done }
 	e.t.Cleanup(l.stop)
 	return l
 }

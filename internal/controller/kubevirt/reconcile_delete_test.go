@@ -1,0 +1,119 @@
+package kubevirt
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// deletingEnv is a KubeVirt CR being deleted, a managed Deployment, and a
+// managed CRD, through the fake client.
+type deletingEnv struct {
+	c   client.Client
+	r   *Reconciler
+	now time.Time
+}
+
+func newDeletingEnv(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, extra ...client.Object) *deletingEnv {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, strategy.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	deleting := metav1.NewTime(now.Add(-time.Minute))
+	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt",
+		Finalizers: []string{metadata.KubeVirtFinalizer}, DeletionTimestamp: &deleting}}
+	managed := map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api", Labels: managed}}
+	crd.Labels = managed
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append([]client.Object{kv, dep, crd}, extra...)...).
+		WithStatusSubresource(&v1.KubeVirt{}).Build()
+	return &deletingEnv{c: c, now: now, r: &Reconciler{Client: c, APIReader: c, Namespace: "kubevirt", Clock: clocktesting.NewFakePassiveClock(now)}}
+}
+
+func (e *deletingEnv) reconcile(t *testing.T) *v1.KubeVirt {
+	t.Helper()
+	key := types.NamespacedName{Namespace: "kubevirt", Name: "kubevirt"}
+	if _, err := e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	kv := &v1.KubeVirt{}
+	if err := e.c.Get(context.Background(), key, kv); err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+func (e *deletingEnv) exists(t *testing.T, obj client.Object) bool {
+	t.Helper()
+	err := e.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func TestUninstallRetriesACRDTheAPIServerGaveUpOn(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	deleting := metav1.NewTime(now.Add(-time.Minute))
+	stuck := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "plugins.plugin.kubevirt.io", DeletionTimestamp: &deleting,
+			Finalizers: []string{apiextensionsv1.CustomResourceCleanupFinalizer}},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{{
+			Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue, Reason: "InstanceDeletionFailed",
+			Message: "could not list instances: storage is (re)initializing", LastTransitionTime: deleting,
+		}}},
+	}
+	e := newDeletingEnv(t, stuck)
+	kv := e.reconcile(t)
+
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: stuck.Name}}
+	if !e.exists(t, crd) || crd.Annotations[CRDCleanupRetryAnnotation] != e.now.Format(time.RFC3339) {
+		t.Errorf("the stuck CRD was not touched: annotations %v", crd.Annotations)
+	}
+	if !e.exists(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api"}}) {
+		t.Error("virt-api was deleted while a CRD still stood: the components must outlive the CRDs' instances")
+	}
+	c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionAvailable)
+	if kv.Status.Phase != v1.KubeVirtPhaseDeleting || c == nil || !strings.Contains(c.Message, "plugins.plugin.kubevirt.io: could not list instances") {
+		t.Errorf("phase %s, condition %+v: want Deleting, naming the CRD and the API server's reason", kv.Status.Phase, c)
+	}
+}
+
+func TestUninstallHeldByWorkloadsDeletesNothing(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachines.kubevirt.io"}}
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vmi-1"}}
+	e := newDeletingEnv(t, crd, vmi)
+	kv := e.reconcile(t)
+
+	if !e.exists(t, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name}}) ||
+		!e.exists(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api"}}) {
+		t.Fatal("an uninstall held by a VMI deleted something")
+	}
+	c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionSynchronized)
+	if c == nil || c.Reason != ReasonDeletionBlocked || !strings.Contains(c.Message, "1 VirtualMachineInstances") {
+		t.Errorf("Synchronized = %+v, want DeletionBlocked with the VMI count", c)
+	}
+	if !e.exists(t, kv) || len(kv.Finalizers) == 0 {
+		t.Error("the finalizer went while the uninstall is held")
+	}
+}
