@@ -91,6 +91,13 @@ func review(t *testing.T, h hook, addr string, req *admissionv1.AdmissionRequest
 	return out.Response, nil
 }
 
+// probeSpecs complete the probe objects of kinds whose CRD schema requires
+// fields: kube-apiserver validates the schema before it calls a webhook, and
+// virt-api relies on it (its clone admitter dereferences spec.source).
+var probeSpecs = map[string]string{
+	"VirtualMachineClone": `,"spec":{"source":{"apiGroup":"kubevirt.io","kind":"VirtualMachine","name":"probe"}}`,
+}
+
 // probeRequest is an AdmissionRequest of h's first rule with a minimal object of
 // the kind: every path must answer it with an AdmissionReview (allowed or not).
 func probeRequest(h hook, kind schema.GroupVersionKind) *admissionv1.AdmissionRequest {
@@ -102,8 +109,8 @@ func probeRequest(h hook, kind schema.GroupVersionKind) *admissionv1.AdmissionRe
 	if len(h.rule.Operations) > 0 && h.rule.Operations[0] != admissionregistrationv1.OperationAll {
 		op = admissionv1.Operation(h.rule.Operations[0])
 	}
-	obj := runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":"probe","namespace":"default"}}`,
-		kind.GroupVersion().String(), kind.Kind))}
+	obj := runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":"probe","namespace":"default"}%s}`,
+		kind.GroupVersion().String(), kind.Kind, probeSpecs[kind.Kind]))}
 	req := &admissionv1.AdmissionRequest{
 		Kind: metav1.GroupVersionKind{Group: kind.Group, Version: kind.Version, Kind: kind.Kind}, Resource: gvr,
 		Name: "probe", Namespace: "default", Operation: op,

@@ -9,7 +9,7 @@
 //
 // The sandbox's VM simulator, which otherwise plays virt-controller, is off. No
 // virt-handler runs (it needs a real node): the nodes get what it would give them,
-// the schedulable label and the device plugins' resources. Webhook admission is
+// the node labeller's labels and the device plugins' resources. Webhook admission is
 // off in the sandbox's kube-apiserver, so the webhooks are called by hand.
 package realkubevirt_test
 
@@ -179,7 +179,9 @@ func (e *env) prepareNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		labels := []byte(`{"metadata":{"labels":{"kubevirt.io/schedulable":"true"}}}`)
+		// virt-handler's node labeller marks the node schedulable and lists the
+		// machine types it runs (launcher pods select q35 on amd64).
+		labels := []byte(`{"metadata":{"labels":{"kubevirt.io/schedulable":"true","machine-type.node.kubevirt.io/q35":"true","kubernetes.io/arch":"amd64"}}}`)
 		if err := e.c.Patch(t.Context(), &n, client.RawPatch(types.MergePatchType, labels)); err != nil {
 			t.Fatal(err)
 		}
@@ -189,6 +191,9 @@ func (e *env) prepareNodes(t *testing.T) {
 			n.Status.Capacity[dev] = resource.MustParse("1k")
 			n.Status.Allocatable[dev] = resource.MustParse("1k")
 		}
+		// kwok's nodes report none; launcher pods request some.
+		n.Status.Capacity[corev1.ResourceEphemeralStorage] = resource.MustParse("100Gi")
+		n.Status.Allocatable[corev1.ResourceEphemeralStorage] = resource.MustParse("100Gi")
 		if err := e.c.Status().Update(t.Context(), &n); err != nil {
 			t.Fatal(err)
 		}
@@ -281,9 +286,12 @@ func (e *env) kindOf(t *testing.T, r admissionregistrationv1.RuleWithOperations)
 }
 
 // testVMI is a small VMI as a user writes it: no architecture, machine or defaults.
+// testVMI is a VMI as a Go client sends it: with an empty status (the field is
+// a struct), which virt-api's mutating webhook replaces.
 const testVMI = `{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"testvmi","namespace":"default"},
 "spec":{"domain":{"devices":{"disks":[{"name":"containerdisk","disk":{"bus":"virtio"}}]},"resources":{"requests":{"memory":"128Mi"}}},
-"volumes":[{"name":"containerdisk","containerDisk":{"image":"quay.io/kubevirt/cirros-container-disk-demo"}}]}}`
+"volumes":[{"name":"containerdisk","containerDisk":{"image":"quay.io/kubevirt/cirros-container-disk-demo"}}]},
+"status":{}}`
 
 // admitVMI sends testVMI through virt-api's VMI mutating webhook, then the result
 // through its validating webhook, as kube-apiserver would for a create.
@@ -393,7 +401,15 @@ func (e *env) vmiScheduled(t *testing.T, vmi []byte) {
 		if err := e.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "testvmi"}, got); err != nil {
 			return false, err
 		}
-		return got.Status.NodeName != "" && got.Status.Phase != "", fmt.Errorf("phase %q node %q", got.Status.Phase, got.Status.NodeName)
+		pods := &corev1.PodList{}
+		if err := e.c.List(t.Context(), pods, client.InNamespace("default"), client.MatchingLabels{"kubevirt.io": "virt-launcher"}); err != nil {
+			return false, err
+		}
+		var launcher []string
+		for _, p := range pods.Items {
+			launcher = append(launcher, fmt.Sprintf("%s %s on %q %v (selector %v, affinity %v)", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.Conditions, p.Spec.NodeSelector, p.Spec.Affinity))
+		}
+		return got.Status.NodeName != "" && got.Status.Phase != "", fmt.Errorf("phase %q node %q; launcher pods: %v", got.Status.Phase, got.Status.NodeName, launcher)
 	})
 	got := &v1.VirtualMachineInstance{}
 	_ = e.c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "testvmi"}, got)
