@@ -8,6 +8,7 @@ package fidelity_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,7 +89,7 @@ func configs(release string) []fidelityConfig {
 			s.ImagePullPolicy = corev1.PullAlways
 			s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "mirror"}}
 		}},
-		{name: "infra and workloads placement", spec: func(s *v1.KubeVirtSpec) {
+		{name: "infra and workloads placement", setUp: infraNodes, spec: func(s *v1.KubeVirtSpec) {
 			r := uint8(3)
 			s.Infra = placement.DeepCopy()
 			s.Infra.Replicas = &r
@@ -323,6 +325,28 @@ func monitoring(t *testing.T, c client.Client) func() {
 }
 
 // openShift serves the OpenShift APIs the strategy's SCCs and Route belong to.
+// infraNodes gives every node the infra placement's label: the strategy Job
+// runs where the control plane does, so with spec.infra it needs such a node.
+func infraNodes(t *testing.T, c client.Client) func() {
+	t.Helper()
+	const label = "node-role.kubernetes.io/infra"
+	relabel := func(value *string) {
+		nodes := &corev1.NodeList{}
+		if err := c.List(t.Context(), nodes); err != nil {
+			t.Fatal(err)
+		}
+		for i := range nodes.Items {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]*string{label: value}}})
+			if err := c.Patch(t.Context(), &nodes.Items[i], client.RawPatch(types.MergePatchType, patch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	empty := ""
+	relabel(&empty)
+	return func() { relabel(nil) }
+}
+
 func openShift(t *testing.T, c client.Client) func() {
 	t.Helper()
 	var crds []*apiextensionsv1.CustomResourceDefinition
