@@ -52,7 +52,7 @@ var patchableKinds = map[string]bool{
 	"validatingwebhookconfiguration": true, "mutatingwebhookconfiguration": true,
 }
 
-// Customize returns a deep copy of s with cfg's customizations applied, in this
+// Customize returns a copy of s (see copyObject) with cfg's customizations applied, in this
 // order, so that the most explicit one wins:
 //  1. spec.infra placement and replicas on the infra Deployments, spec.workloads
 //     placement on virt-handler;
@@ -81,7 +81,7 @@ func Customize(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, 
 	}
 	out := &strategy.Strategy{}
 	for _, orig := range s.Objects() {
-		obj := orig.DeepCopyObject().(client.Object)
+		obj := copyObject(orig) // a CRD is neither placed, flagged nor patched
 		place(obj, cfg.Infra, cfg.Workloads)
 		if err := setFlags(obj, cc.Flags); err != nil {
 			return nil, err

@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +46,9 @@ func Desired(s *strategy.Strategy, cfg *deployid.Config) *strategy.Strategy {
 // Hash is a stable digest of obj as we would write it: its canonical JSON
 // without status, TypeMeta, server-set metadata and DesiredHashAnnotation itself.
 func Hash(obj client.Object) (string, error) {
+	if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+		return hashCRD(crd)
+	}
 	m, err := contentOf(obj)
 	if err != nil {
 		return "", fmt.Errorf("hashing %s: %w", RefOf(obj), err)
@@ -67,6 +72,24 @@ func Hash(obj client.Object) (string, error) {
 	return hex.EncodeToString(sum[:16]), nil
 }
 
+// hashCRD is Hash for a CRD, from its typed JSON: the same content, without the
+// detour through a map (a release's CRDs hold megabytes of schema, and every
+// reconcile hashes them). Only the metadata is copied.
+func hashCRD(crd *apiextensionsv1.CustomResourceDefinition) (string, error) {
+	c := *crd
+	c.TypeMeta, c.Status = metav1.TypeMeta{}, apiextensionsv1.CustomResourceDefinitionStatus{}
+	c.ObjectMeta = *crd.ObjectMeta.DeepCopy()
+	c.CreationTimestamp, c.DeletionTimestamp, c.ManagedFields = metav1.Time{}, nil, nil
+	c.ResourceVersion, c.UID, c.Generation = "", "", 0
+	delete(c.Annotations, DesiredHashAnnotation)
+	raw, err := json.Marshal(&c)
+	if err != nil {
+		return "", fmt.Errorf("hashing %s: %w", RefOf(crd), err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
 // contentOf is obj as a JSON-like map the caller may modify: the converter hands
 // out an unstructured object's own map, so that one is copied.
 func contentOf(obj client.Object) (map[string]any, error) {
@@ -76,13 +99,26 @@ func contentOf(obj client.Object) (map[string]any, error) {
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 }
 
+// copyObject copies obj for a change of its metadata (and, but for a CRD, of
+// anything else). A CRD's copy shares its spec, megabytes of schema in a
+// release, with obj: nothing writes into a CRD's spec (the applier sends a body
+// of its own, see applyBody), and every reconcile copies the strategy twice.
+func copyObject(obj client.Object) client.Object {
+	if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+		shallow := *crd
+		shallow.ObjectMeta = *crd.ObjectMeta.DeepCopy()
+		return &shallow
+	}
+	return obj.DeepCopyObject().(client.Object)
+}
+
 // stamp returns a copy of obj carrying its Hash in DesiredHashAnnotation.
 func stamp(obj client.Object) (client.Object, string, error) {
 	h, err := Hash(obj)
 	if err != nil {
 		return nil, "", err
 	}
-	c := obj.DeepCopyObject().(client.Object)
+	c := copyObject(obj)
 	ann := c.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
@@ -117,11 +153,19 @@ func kindOf(obj client.Object) string {
 	return obj.GetObjectKind().GroupVersionKind().Kind
 }
 
-// newLike returns an empty object of obj's type (and GVK, for unstructured).
+// newLike returns an empty object of obj's type (and GVK, for unstructured) to
+// read its live copy into. A CRD's live copy is read as metadata only: the plan
+// compares the desired hash annotation and the generation, never the schema,
+// and a release's CRDs hold megabytes of schema the cache would otherwise keep.
 func newLike(obj client.Object) client.Object {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
 		out := &unstructured.Unstructured{}
-		out.SetGroupVersionKind(u.GroupVersionKind())
+		out.SetGroupVersionKind(o.GroupVersionKind())
+		return out
+	case *apiextensionsv1.CustomResourceDefinition:
+		out := &metav1.PartialObjectMetadata{}
+		out.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 		return out
 	}
 	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)

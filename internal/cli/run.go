@@ -50,6 +50,7 @@ func NewRunCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster config")
 	f.StringVar(&opts.Namespace, "namespace", "", "namespace the operator and the KubeVirt CR live in; default $POD_NAMESPACE, the pod's namespace, then kubevirt")
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics; 0 disables it")
+	f.StringVar(&opts.PprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles; 0 disables it")
 	f.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.StringVar(&opts.WebhookAddr, "webhook-bind-address", fmt.Sprintf(":%d", admission.DefaultPort), "address of the KubeVirt CR's admission webhooks (TLS, the kubevirt-operator-certs certificate); 0 disables them")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so only one replica reconciles")

@@ -36,6 +36,8 @@ type Options struct {
 	MetricsAddr string
 	// HealthAddr serves /healthz and /readyz; "0" disables it.
 	HealthAddr string
+	// PprofAddr serves Go's /debug/pprof (heap and CPU profiles); "" or "0" is off.
+	PprofAddr string
 	// WebhookAddr serves the KubeVirt CR's admission webhooks over TLS (package
 	// admission); "" or "0" disables it.
 	WebhookAddr string
@@ -142,6 +144,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.HealthAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.Namespace,

@@ -57,8 +57,14 @@ func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 	}))
 	for _, kind := range WatchedKinds() {
 		h := toActive
-		if _, ds := kind.(*appsv1.DaemonSet); ds {
+		switch kind.(type) {
+		case *appsv1.DaemonSet:
 			h = r.coalesced(rolloutEventWindow)
+		case *apiextensionsv1.CustomResourceDefinition:
+			// Metadata only, as the plan reads CRDs (apply.LiveObjects): the
+			// cache holds no schemas.
+			b = b.WatchesMetadata(kind, h, managed)
+			continue
 		}
 		b = b.Watches(kind, h, managed)
 	}
