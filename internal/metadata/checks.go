@@ -56,14 +56,18 @@ const CrashLoopBackOff = "CrashLoopBackOff"
 // failure; upstream uses the same rule (without the explicit CrashLoopBackOff check,
 // which restartCount usually implies). Init containers are ignored: they terminate
 // by design.
-func PodIsCrashLooping(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.ContainerStatuses {
+func PodIsCrashLooping(pod *corev1.Pod) bool { return CrashedContainer(pod) != nil }
+
+// CrashedContainer is the first container of pod that crashed by PodIsCrashLooping's
+// rule, or nil.
+func CrashedContainer(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i, c := range pod.Status.ContainerStatuses {
 		if c.RestartCount > 0 || c.State.Terminated != nil || c.LastTerminationState.Terminated != nil {
-			return true
+			return &pod.Status.ContainerStatuses[i]
 		}
 		if w := c.State.Waiting; w != nil && w.Reason == CrashLoopBackOff {
-			return true
+			return &pod.Status.ContainerStatuses[i]
 		}
 	}
-	return false
+	return nil
 }

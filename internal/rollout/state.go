@@ -183,11 +183,8 @@ func readySince(pod *corev1.Pod) time.Time {
 
 // restartSummary says which container of a crashed pod failed and how.
 func restartSummary(pod *corev1.Pod) string {
-	for _, c := range pod.Status.ContainerStatuses {
-		if c.RestartCount > 0 || c.State.Terminated != nil || c.LastTerminationState.Terminated != nil ||
-			(c.State.Waiting != nil && c.State.Waiting.Reason == metadata.CrashLoopBackOff) {
-			return fmt.Sprintf("container %s failed (restartCount %d)", c.Name, c.RestartCount)
-		}
+	if c := metadata.CrashedContainer(pod); c != nil {
+		return fmt.Sprintf("container %s failed (restartCount %d)", c.Name, c.RestartCount)
 	}
 	return "a container failed"
 }

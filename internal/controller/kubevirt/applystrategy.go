@@ -91,11 +91,41 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 			return out, nil // the new generation is not observed yet
 		}
 		if !step.RolledOver(live, target) {
-			return out, nil
+			return out, r.explainWait(ctx, kv, steps[i+1:], live, target, step, &out)
 		}
 	}
 	out.RolledOver = true
 	return out, nil
+}
+
+// explainWait runs when step has not rolled over: it reports a Deployment of the
+// step whose pods on the target crash, and still judges a virt-handler canary
+// under way in a later step (a crashing canary is rolled back whatever waits
+// before it). The canary's failure, which changed something, is what Degraded
+// says first.
+func (r *Reconciler) explainWait(ctx context.Context, kv *v1.KubeVirt, later []apply.Step, live map[apply.ObjectRef]client.Object, target metadata.Target, step apply.Step, out *applyOutcome) error {
+	msg, err := r.failingDeployment(ctx, step, target)
+	if err != nil {
+		return err
+	}
+	if msg != "" {
+		r.reportFailingDeployment(kv, out, msg)
+	}
+	if !handlerRolloutUnderway(kv) {
+		return nil
+	}
+	for _, s := range later {
+		if s.Name != apply.StepVirtHandler {
+			continue
+		}
+		handler, err := r.syncHandlerStep(ctx, kv, s, live)
+		out.RecheckAfter = minPositive(out.RecheckAfter, handler.RequeueAfter)
+		if handler.Reason != "" {
+			out.ProblemReason, out.ProblemMessage = handler.Reason, handler.Message
+		}
+		return err
+	}
+	return nil
 }
 
 // desiredStrategy is the strategy with customizeComponents, certificates and

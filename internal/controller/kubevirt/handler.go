@@ -139,7 +139,7 @@ func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, tmpl rol
 	}
 	rolledBack := false
 	if d.Rollback {
-		previous, err := r.previousHandlerTemplate(ctx, liveDS, metadata.TargetFromStatus(&kv.Status))
+		previous, err := r.previousHandlerTemplate(ctx, liveDS, kv)
 		if err != nil {
 			return err
 		}
@@ -209,29 +209,49 @@ func handlerProblem(d rollout.Decision, current []v1.KubeVirtCondition) (reason,
 	return "", ""
 }
 
-// previousHandlerTemplate is the newest template in the DaemonSet's history
-// that is not the target's: what a failed canary rolls back to.
-func (r *Reconciler) previousHandlerTemplate(ctx context.Context, ds *appsv1.DaemonSet, target metadata.Target) (*corev1.PodTemplateSpec, error) {
+// previousHandlerTemplate is what a failed canary rolls back to, from the
+// DaemonSet's history: see rollbackTemplate.
+func (r *Reconciler) previousHandlerTemplate(ctx context.Context, ds *appsv1.DaemonSet, kv *v1.KubeVirt) (*corev1.PodTemplateSpec, error) {
 	revs := &appsv1.ControllerRevisionList{}
 	if err := r.Client.List(ctx, revs, client.InNamespace(ds.Namespace), client.MatchingLabels(ds.Spec.Selector.MatchLabels)); err != nil {
 		return nil, err
 	}
 	sort.Slice(revs.Items, func(i, j int) bool { return revs.Items[i].Revision > revs.Items[j].Revision })
+	var templates []corev1.PodTemplateSpec
 	for _, rev := range revs.Items {
 		var patch struct {
 			Spec struct {
 				Template corev1.PodTemplateSpec `json:"template"`
 			} `json:"spec"`
 		}
-		if err := json.Unmarshal(rev.Data.Raw, &patch); err != nil {
+		if err := json.Unmarshal(rev.Data.Raw, &patch); err != nil || len(patch.Spec.Template.Spec.Containers) == 0 {
 			continue
 		}
-		tmpl := patch.Spec.Template
-		if tmpl.Annotations[metadata.InstallStrategyIdentifierAnnotation] != target.ID && len(tmpl.Spec.Containers) > 0 {
-			return &tmpl, nil
+		templates = append(templates, patch.Spec.Template)
+	}
+	return rollbackTemplate(templates, kv.Status.TargetDeploymentID, kv.Status.ObservedDeploymentID), nil
+}
+
+// rollbackTemplate picks, among templates (newest first), the newest of the
+// observed deployment, the last one that rolled out everywhere; without one,
+// the newest that is not the target's. A failed target's template is never
+// picked while the observed one is there: after a failed canary of one bad
+// version and then of another, the rollback must not restore the first.
+func rollbackTemplate(templates []corev1.PodTemplateSpec, targetID, observedID string) *corev1.PodTemplateSpec {
+	id := func(t corev1.PodTemplateSpec) string {
+		return t.Annotations[metadata.InstallStrategyIdentifierAnnotation]
+	}
+	for i := range templates {
+		if observedID != "" && id(templates[i]) == observedID {
+			return &templates[i]
 		}
 	}
-	return nil, nil
+	for i := range templates {
+		if id(templates[i]) != targetID {
+			return &templates[i]
+		}
+	}
+	return nil
 }
 
 func recordedGeneration(gens []v1.GenerationStatus, ds *appsv1.DaemonSet) int64 {

@@ -77,6 +77,22 @@ func (e *env) watchHandler(ctx context.Context, suffix string) *handlerWatch {
 	return w
 }
 
+// failedUpdateSince is the note of a Warning FailedUpdate Event created after
+// since that names a pod (its name starting with podPrefix) and its node, or "".
+func (e *env) failedUpdateSince(since time.Time, podPrefix string) string {
+	events := &eventsv1.EventList{}
+	if err := e.c.List(context.Background(), events, client.InNamespace(namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if ev.Type == corev1.EventTypeWarning && ev.Reason == rollout.ReasonFailedUpdate && !ev.CreationTimestamp.Time.Before(since.Truncate(time.Second)) &&
+			strings.Contains(ev.Note, "on node node-") && strings.Contains(ev.Note, "pod "+podPrefix) {
+			return ev.Note
+		}
+	}
+	return ""
+}
+
 // crashLoopTag is a version above v1.9.0 whose pods crash (the sandbox's
 // pod-crashloop stage): an upgrade, so virt-handler goes first, through the
 // canary. A tag at or below the running version (v1.9.0-crashloop is a
@@ -126,8 +142,36 @@ func TestHandlerCanary(t *testing.T) {
 		}
 	})
 
+	// Issue 15's sequence: v1.8.4, v1.9.0, then v1.9.0-crashloop, a pre-release of
+	// the running version, so the rollback order (virt-api first) applies.
+	t.Run("a crash-looping pre-release of the running version warns FailedUpdate naming the pod and node", func(t *testing.T) {
+		start := time.Now().Add(-time.Second)
+		w := e.watchHandler(ctx, "-crashloop")
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0-crashloop" })
+		var warning string
+		e.eventually("a Warning FailedUpdate naming the pod and node", 2*time.Minute, func() (bool, error) {
+			warning = e.failedUpdateSince(start, "virt-")
+			return warning != "", nil
+		})
+		t.Logf("warning: %s", warning)
+		kv := e.kubeVirt()
+		if !conditionTrue(kv, v1.KubeVirtConditionAvailable) || !conditionTrue(kv, v1.KubeVirtConditionDegraded) {
+			t.Fatalf("want Available and Degraded, got %+v", kv.Status.Conditions)
+		}
+		if kv.Status.ObservedKubeVirtVersion != "v1.9.0" {
+			t.Fatalf("observed version moved to %s", kv.Status.ObservedKubeVirtVersion)
+		}
+		time.Sleep(5 * time.Second) // a canary that had started is judged and rolled back meanwhile
+		w.mu.Lock()
+		nodes := len(w.nodes)
+		w.mu.Unlock()
+		if nodes > 1 {
+			t.Fatalf("the bad version ran on %d nodes", nodes)
+		}
+	})
+
 	t.Run("a crash-looping version fails at the canary and is rolled back", func(t *testing.T) {
-		before := e.kubeVirt()
+		before, start := e.kubeVirt(), time.Now().Add(-time.Second)
 		w := e.watchHandler(ctx, "-crashloop")
 		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = crashLoopTag })
 		e.eventually("the rollout Failed", 2*time.Minute, func() (bool, error) {
@@ -171,17 +215,8 @@ func TestHandlerCanary(t *testing.T) {
 		if kv.Status.ObservedKubeVirtVersion != before.Status.ObservedKubeVirtVersion {
 			t.Fatalf("observed version moved to %s", kv.Status.ObservedKubeVirtVersion)
 		}
-		events := &eventsv1.EventList{}
-		if err := e.c.List(context.Background(), events, client.InNamespace(namespace)); err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, ev := range events.Items {
-			found = found || (ev.Type == corev1.EventTypeWarning && ev.Reason == rollout.ReasonFailedUpdate &&
-				strings.Contains(ev.Note, "on node node-") && strings.Contains(ev.Note, "pod virt-handler-"))
-		}
-		if !found {
-			t.Fatal("no Warning event FailedUpdate naming the node and pod")
+		if e.failedUpdateSince(start, "virt-handler-") == "" {
+			t.Fatal("no Warning event FailedUpdate naming the node and the virt-handler pod")
 		}
 	})
 

@@ -1,0 +1,155 @@
+package kubevirt
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/rollout"
+)
+
+var componentTarget = metadata.Target{ID: "target-id", Version: "v1.9.0-crashloop", Registry: "quay.io/kubevirt"}
+
+// componentPod is a virt-api pod of the target (or not), restarted or not.
+func componentPod(name string, onTarget bool, restarts int32) corev1.Pod {
+	id := "observed-id"
+	if onTarget {
+		id = componentTarget.ID
+	}
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: name, Labels: map[string]string{"kubevirt.io": "virt-api"},
+			Annotations: map[string]string{
+				metadata.InstallStrategyIdentifierAnnotation: id,
+				metadata.InstallStrategyVersionAnnotation:    componentTarget.Version,
+				metadata.InstallStrategyRegistryAnnotation:   componentTarget.Registry,
+			}},
+		Spec:   corev1.PodSpec{NodeName: "node-000"},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "virt-api", RestartCount: restarts}}},
+	}
+}
+
+func TestCrashLoopingPod(t *testing.T) {
+	deleting := componentPod("virt-api-a", true, 3)
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want string
+	}{
+		{"none crashes", []corev1.Pod{componentPod("virt-api-a", true, 0)}, ""},
+		{"an old pod's restarts are not the target's", []corev1.Pod{componentPod("virt-api-a", false, 5)}, ""},
+		{"a terminating pod is going anyway", []corev1.Pod{deleting}, ""},
+		{"the first by name", []corev1.Pod{componentPod("virt-api-c", true, 1), componentPod("virt-api-b", true, 2)}, "virt-api-b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, c := crashLoopingPod(tc.pods, componentTarget)
+			switch {
+			case tc.want == "" && pod != nil:
+				t.Errorf("got %s, want none", pod.Name)
+			case tc.want != "" && (pod == nil || pod.Name != tc.want || c == nil || c.Name != "virt-api"):
+				t.Errorf("got %v, want %s", pod, tc.want)
+			}
+		})
+	}
+}
+
+func TestRollbackTemplate(t *testing.T) {
+	tmpl := func(id string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{metadata.InstallStrategyIdentifierAnnotation: id}}}
+	}
+	id := func(p *corev1.PodTemplateSpec) string {
+		if p == nil {
+			return "<none>"
+		}
+		return p.Annotations[metadata.InstallStrategyIdentifierAnnotation]
+	}
+	for _, tc := range []struct {
+		name             string
+		newestFirst      []corev1.PodTemplateSpec
+		target, observed string
+		want             string
+	}{
+		{"the observed one", []corev1.PodTemplateSpec{tmpl("bad-2"), tmpl("observed")}, "bad-2", "observed", "observed"},
+		{"never an earlier failed target while the observed is there", []corev1.PodTemplateSpec{tmpl("bad-2"), tmpl("bad-1"), tmpl("observed")}, "bad-2", "observed", "observed"},
+		{"without the observed one, the newest that is not the target", []corev1.PodTemplateSpec{tmpl("bad-2"), tmpl("older")}, "bad-2", "observed", "older"},
+		{"only the target's", []corev1.PodTemplateSpec{tmpl("bad-2")}, "bad-2", "observed", "<none>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := id(rollbackTemplate(tc.newestFirst, tc.target, tc.observed)); got != tc.want {
+				t.Errorf("rolled back to %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHandlerRolloutUnderway(t *testing.T) {
+	for phase, want := range map[rollout.Phase]bool{
+		rollout.PhaseStarted: true, rollout.PhaseCanary: true, rollout.PhaseIncreasing: true,
+		rollout.PhaseSuccessful: false, rollout.PhaseFailed: false,
+	} {
+		kv := &v1.KubeVirt{Status: v1.KubeVirtStatus{TargetDeploymentID: "t",
+			HandlerRollout: &v1.HandlerRolloutStatus{Phase: string(phase), TargetID: "t"}}}
+		if got := handlerRolloutUnderway(kv); got != want {
+			t.Errorf("%s: %v, want %v", phase, got, want)
+		}
+		kv.Status.HandlerRollout.TargetID = "an earlier target"
+		if handlerRolloutUnderway(kv) {
+			t.Errorf("%s of an earlier target counts as under way", phase)
+		}
+	}
+}
+
+// A step whose Deployment's pods on the target crash says so, and warns once.
+func TestFailingDeploymentWarnsOnce(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	crashing, old := componentPod("virt-api-new", true, 2), componentPod("virt-api-old", false, 0)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&crashing, &old).Build()
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: c, Recorder: rec}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io": "virt-api"}}}}
+	step := apply.Step{Name: apply.StepVirtAPI, Objects: []client.Object{dep}}
+
+	msg, err := r.failingDeployment(context.Background(), step, componentTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"deployment virt-api", "pod virt-api-new", "on node node-000", "container virt-api"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q lacks %q", msg, want)
+		}
+	}
+	kv := &v1.KubeVirt{}
+	var out applyOutcome
+	r.reportFailingDeployment(kv, &out, msg)
+	if out.ProblemReason != ReasonComponentCrashLooping || out.ProblemMessage != msg {
+		t.Errorf("outcome %q %q", out.ProblemReason, out.ProblemMessage)
+	}
+	if ev := <-rec.Events; !strings.HasPrefix(ev, "Warning FailedUpdate") || !strings.Contains(ev, "pod virt-api-new") {
+		t.Errorf("event %q", ev)
+	}
+	// Once Degraded says it, the next pass does not warn again.
+	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: out.ProblemReason, Message: out.ProblemMessage}, metav1.Now())
+	r.reportFailingDeployment(kv, &out, msg)
+	select {
+	case ev := <-rec.Events:
+		t.Errorf("warned again: %q", ev)
+	default:
+	}
+}
