@@ -22,6 +22,9 @@ type Inputs struct {
 	// Evicting are VMIs whose launcher pod was just evicted but that still show as
 	// running: they are in flight, not candidates for another eviction.
 	Evicting map[Key]bool
+	// Settling are VMIs whose workload-update migration just succeeded: a VMI
+	// still listing the old launcher is a stale copy, not a candidate.
+	Settling map[Key]bool
 }
 
 // MigrationRequest asks for one migration.
@@ -90,8 +93,11 @@ func PlanUpdate(in Inputs) Plan {
 			continue // a list never holds one key twice; be safe anyway
 		}
 		d := Classify(vmi, in.TargetLauncherImage, ix.Unfinished, in.Methods)
-		if d.Bucket == Evict && in.Evicting[k] {
+		switch {
+		case d.Bucket == Evict && in.Evicting[k]:
 			d.Bucket, d.Reason = InFlight, "eviction sent"
+		case (d.Bucket == Migrate || d.Bucket == Evict) && in.Settling[k]:
+			d.Bucket, d.Reason = InFlight, "migration succeeded, VMI not updated yet"
 		}
 		p.Decisions[k] = d
 		if d.Outdated {

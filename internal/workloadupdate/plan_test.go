@@ -260,3 +260,19 @@ func TestEvictingVMIsAreInFlight(t *testing.T) {
 		}
 	}
 }
+
+// The migration informer can report Succeeded before the VMI informer shows the
+// new launcher: such a VMI is in flight, not a candidate for a second migration.
+func TestSettlingVMIsAreInFlight(t *testing.T) {
+	in := inputs(append(many("m", 3, oldImage, migratable), many("e", 1, oldImage)...), nil, both)
+	in.Settling = map[Key]bool{{ns, "m-000"}: true, {ns, "e-000"}: true}
+	p := PlanUpdate(in)
+	mig, ev := names(p)
+	if len(mig) != 2 || len(ev) != 0 || p.InFlight != 2 || p.Outdated != 4 {
+		t.Fatalf("migrate %v, evict %v, in flight %d, outdated %d; want 2 migrations, no eviction, 2, 4",
+			mig, ev, p.InFlight, p.Outdated)
+	}
+	if d := p.Decisions[Key{ns, "m-000"}]; d.Bucket != InFlight {
+		t.Fatalf("settling VMI decided %+v", d)
+	}
+}

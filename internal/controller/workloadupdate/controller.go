@@ -86,10 +86,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	r.reportFailures(migs.Items)
 	settings := core.SettingsFrom(kv)
 	settings.LastEvictionBatch = r.pending.lastEvictionBatch(settings.LastEvictionBatch)
-	withPending, evicting := r.pending.view(now, vmis.Items, migs.Items)
+	withPending, gaps := r.pending.view(now, vmis.Items, migs.Items)
 	plan := core.PlanUpdate(core.Inputs{
 		VMIs: vmis.Items, Migrations: withPending, TargetLauncherImage: target.image,
-		Settings: settings, Now: now, Seed: rand.Uint64(), Evicting: evicting,
+		Settings: settings, Now: now, Seed: rand.Uint64(),
+		Evicting: gaps.evicting, Settling: gaps.settling,
 	})
 	prev := r.pending.lastStatus(kv.Status.WorkloadUpdates)
 	var done core.Done

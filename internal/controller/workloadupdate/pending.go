@@ -39,6 +39,12 @@ type pending struct {
 	deleted map[types.UID]time.Time
 	// failed: failed migrations already reported by an Event.
 	failed map[types.UID]bool
+	// unfinished: the workload-update migrations the last view saw unfinished, so
+	// a Succeeded one is known to have just finished.
+	unfinished map[types.UID]bool
+	// settling: VMIs whose migration was just seen succeeding; the VMI cache may
+	// not show the new launcher yet (informers of two kinds are not in step).
+	settling map[core.Key]time.Time
 	// lastBatch: the last eviction batch, in case the status write is not seen yet.
 	lastBatch time.Time
 	// written: the last status.workloadUpdates this process wrote; its counters
@@ -50,14 +56,23 @@ func newPending() *pending {
 	return &pending{
 		created: map[string]created{}, evicted: map[core.Key]evicted{},
 		deleted: map[types.UID]time.Time{}, failed: map[types.UID]bool{},
+		unfinished: map[types.UID]bool{}, settling: map[core.Key]time.Time{},
 	}
+}
+
+// cacheGaps are the VMIs the cache may show out of date: in flight, not candidates.
+type cacheGaps struct {
+	// evicting: evicted, still listed as running.
+	evicting map[core.Key]bool
+	// settling: their migration just succeeded, the VMI may still list the old launcher.
+	settling map[core.Key]bool
 }
 
 // view folds the remembered writes into what the cache listed: migrations this
 // process created but the cache lacks are added (as Pending), deleted ones are
-// left out, and VMIs just evicted are reported as evicting.
+// left out, and VMIs just evicted or just migrated are reported as cache gaps.
 func (p *pending) view(now time.Time, vmis []v1.VirtualMachineInstance, migs []v1.VirtualMachineInstanceMigration) (
-	[]v1.VirtualMachineInstanceMigration, map[core.Key]bool) {
+	[]v1.VirtualMachineInstanceMigration, cacheGaps) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	listed := make(map[string]bool, len(migs))
@@ -87,7 +102,44 @@ func (p *pending) view(now time.Time, vmis []v1.VirtualMachineInstance, migs []v
 		m.Status.Phase = v1.MigrationPending
 		out = append(out, *m)
 	}
-	return out, p.evicting(now, vmis)
+	p.noteSucceeded(now, migs)
+	return out, cacheGaps{evicting: p.evicting(now, vmis), settling: p.settled(now)}
+}
+
+// noteSucceeded marks the VMIs whose workload-update migration was unfinished in
+// the last view and has succeeded since.
+func (p *pending) noteSucceeded(now time.Time, migs []v1.VirtualMachineInstanceMigration) {
+	unfinished := map[types.UID]bool{}
+	for i := range migs {
+		m := &migs[i]
+		if m.UID == "" || !core.IsWorkloadUpdate(m) {
+			continue
+		}
+		switch {
+		case !core.IsFinished(m):
+			unfinished[m.UID] = true
+		case m.Status.Phase == v1.MigrationSucceeded && p.unfinished[m.UID]:
+			p.settling[core.MigrationKey(m)] = now
+		}
+	}
+	p.unfinished = unfinished
+}
+
+// settled: the VMIs whose migration succeeded within pendingTTL. Past it a VMI
+// that still lists the old launcher is a candidate again.
+func (p *pending) settled(now time.Time) map[core.Key]bool {
+	if len(p.settling) == 0 {
+		return nil
+	}
+	out := map[core.Key]bool{}
+	for k, at := range p.settling {
+		if now.Sub(at) > pendingTTL {
+			delete(p.settling, k)
+			continue
+		}
+		out[k] = true
+	}
+	return out
 }
 
 // evicting: the remembered evictions whose VMI (the same UID) still runs.

@@ -95,13 +95,14 @@ func TestEvictingUntilReplaced(t *testing.T) {
 			[]v1.VirtualMachineInstance{vmi("a", "u2", v1.VMIRunning)}, false},
 	}
 	for _, tt := range tests {
-		_, evicting := p.view(tt.now, tt.vmis, nil)
+		_, gaps := p.view(tt.now, tt.vmis, nil)
+		evicting := gaps.evicting
 		if evicting[key] != tt.want {
 			t.Fatalf("%s: evicting=%v, want %v", tt.name, evicting[key], tt.want)
 		}
 	}
 	p.vmiEvicted(&running, t0)
-	if _, evicting := p.view(t0.Add(evictionTTL+time.Second), []v1.VirtualMachineInstance{running}, nil); evicting[key] {
+	if _, gaps := p.view(t0.Add(evictionTTL+time.Second), []v1.VirtualMachineInstance{running}, nil); gaps.evicting[key] {
 		t.Fatal("an eviction that never took effect must be retried after the TTL")
 	}
 }
@@ -153,5 +154,33 @@ func TestLastStatusPrefersTheWrittenOne(t *testing.T) {
 	p.statusWritten(&v1.WorkloadUpdatesStatus{DeploymentID: "a", MigrationsCreated: 8})
 	if got := p.lastStatus(cached); got.MigrationsCreated != 8 {
 		t.Fatalf("a stale cache won: %+v", got)
+	}
+}
+
+// Only a Succeeded seen after the same migration was seen unfinished marks its
+// VMI as settling, and only for pendingTTL: an old Succeeded migration listed at
+// start-up holds nothing.
+func TestSettlingAfterAMigrationSucceeds(t *testing.T) {
+	p := newPending()
+	old := migration("m0", "b", "u0", v1.MigrationSucceeded)
+	running := migration("m1", "a", "u1", v1.MigrationRunning)
+	succeeded := migration("m1", "a", "u1", v1.MigrationSucceeded)
+	a, b := core.Key{Namespace: "ns", Name: "a"}, core.Key{Namespace: "ns", Name: "b"}
+	tests := []struct {
+		name   string
+		now    time.Time
+		listed []v1.VirtualMachineInstanceMigration
+		want   map[core.Key]bool
+	}{
+		{"in flight", t0, []v1.VirtualMachineInstanceMigration{old, running}, nil},
+		{"just succeeded", t0.Add(time.Second), []v1.VirtualMachineInstanceMigration{old, succeeded}, map[core.Key]bool{a: true}},
+		{"still within the TTL", t0.Add(pendingTTL), []v1.VirtualMachineInstanceMigration{old, succeeded}, map[core.Key]bool{a: true}},
+		{"past the TTL", t0.Add(pendingTTL + 2*time.Second), []v1.VirtualMachineInstanceMigration{old, succeeded}, nil},
+	}
+	for _, tt := range tests {
+		_, gaps := p.view(tt.now, nil, tt.listed)
+		if gaps.settling[a] != tt.want[a] || gaps.settling[b] {
+			t.Fatalf("%s: settling %v, want %v", tt.name, gaps.settling, tt.want)
+		}
 	}
 }
