@@ -2,6 +2,7 @@ package install_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -168,6 +169,36 @@ func TestHandlerCanary(t *testing.T) {
 		if nodes > 1 {
 			t.Fatalf("the bad version ran on %d nodes", nodes)
 		}
+		kv = e.kubeVirt()
+		if p := kv.Status.HandlerRollout; p != nil && p.TargetID == kv.Status.TargetDeploymentID && p.Phase == string(rollout.PhaseFailed) &&
+			e.failedUpdateSince(start, "virt-handler-") == "" {
+			t.Fatalf("the canary failed (%s) without a Warning FailedUpdate naming the virt-handler pod", p.Message)
+		}
+		if p := kv.Status.HandlerRollout; p != nil {
+			t.Logf("virt-handler rollout: %s (%s)", p.Phase, p.Message)
+		}
+
+		// The held rollout ends when the target changes: back to v1.9.0, healthy.
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
+		lastWhy := ""
+		e.eventually("every Deployment off the crash-looping tag and ready, nothing Degraded", 2*time.Minute, func() (bool, error) {
+			kv := e.kubeVirt()
+			if kv.Status.ObservedDeploymentID != kv.Status.TargetDeploymentID || conditionTrue(kv, v1.KubeVirtConditionDegraded) {
+				return false, nil
+			}
+			for _, d := range e.deployments() {
+				st := d.Status
+				if strings.HasSuffix(d.Spec.Template.Spec.Containers[0].Image, "-crashloop") || st.ObservedGeneration != d.Generation ||
+					st.UpdatedReplicas != st.Replicas || st.ReadyReplicas != st.Replicas || st.Replicas != *d.Spec.Replicas {
+					if why := fmt.Sprintf("%s: image %s, %+v", d.Name, d.Spec.Template.Spec.Containers[0].Image, st); why != lastWhy {
+						t.Log(why)
+						lastWhy = why
+					}
+					return false, nil
+				}
+			}
+			return true, nil
+		})
 	})
 
 	t.Run("a crash-looping version fails at the canary and is rolled back", func(t *testing.T) {
@@ -175,8 +206,10 @@ func TestHandlerCanary(t *testing.T) {
 		w := e.watchHandler(ctx, "-crashloop")
 		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = crashLoopTag })
 		e.eventually("the rollout Failed", 2*time.Minute, func() (bool, error) {
-			p := e.kubeVirt().Status.HandlerRollout
-			return p != nil && p.Phase == string(rollout.PhaseFailed), nil
+			kv := e.kubeVirt()
+			p := kv.Status.HandlerRollout
+			return kv.Status.TargetKubeVirtVersion == crashLoopTag && p != nil &&
+				p.TargetID == kv.Status.TargetDeploymentID && p.Phase == string(rollout.PhaseFailed), nil
 		})
 		e.eventually("virt-handler back on the previous version everywhere", 2*time.Minute, func() (bool, error) {
 			ds := e.daemonSet("virt-handler")
@@ -194,10 +227,11 @@ func TestHandlerCanary(t *testing.T) {
 				st.ObservedGeneration == ds.Generation && st.NumberReady == 20 && st.UpdatedNumberScheduled == 20, nil
 		})
 		time.Sleep(2 * time.Second) // the status catches up with the last Ready pod
-		held := e.kubeVirt().ResourceVersion
+		held := e.kubeVirt()
 		time.Sleep(5 * time.Second) // nothing spreads afterwards, and the failure is not rewritten
-		if rv := e.kubeVirt().ResourceVersion; rv != held {
-			t.Fatalf("the KubeVirt CR keeps being written while the rollout holds at Failed (resourceVersion %s → %s)", held, rv)
+		if now := e.kubeVirt(); now.ResourceVersion != held.ResourceVersion {
+			t.Fatalf("the KubeVirt CR keeps being written while the rollout holds at Failed (resourceVersion %s → %s)\nbefore: %s\nafter:  %s",
+				held.ResourceVersion, now.ResourceVersion, statusJSON(held), statusJSON(now))
 		}
 		w.mu.Lock()
 		nodes := len(w.nodes)

@@ -156,10 +156,16 @@ func (e *env) eventually(what string, timeout time.Duration, cond func() (bool, 
 	if err != nil {
 		kv := &v1.KubeVirt{}
 		_ = e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "kubevirt"}, kv)
-		kv.Status.Generations = nil // long, and never the reason for a wait
-		status, _ := json.MarshalIndent(kv.Status, "", "  ")
-		e.t.Fatalf("waiting for %s: %v\nKubeVirt status: %s", what, err, status)
+		e.t.Fatalf("waiting for %s: %v\nKubeVirt status: %s", what, err, statusJSON(kv))
 	}
+}
+
+// statusJSON is kv's status for a failure message, without the long generations.
+func statusJSON(kv *v1.KubeVirt) string {
+	st := kv.Status.DeepCopy()
+	st.Generations = nil // long, and never the reason for a wait
+	out, _ := json.MarshalIndent(st, "", "  ")
+	return string(out)
 }
 
 func (e *env) waitAvailable(timeout time.Duration) *v1.KubeVirt {
