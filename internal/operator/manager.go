@@ -113,6 +113,8 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // Leader election needs its Lease in the operator's namespace.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kubevirt,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// The strategy Job's Events say why its pod is refused (a missing ServiceAccount, a quota).
+// +kubebuilder:rbac:groups="",namespace=kubevirt,resources=events,verbs=list
 
 // Run starts the manager and blocks until ctx is cancelled or it fails.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {

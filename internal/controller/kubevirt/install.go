@@ -35,11 +35,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if loaded.Plan.Failure != nil {
+	switch {
+	case loaded.Plan.Failure != nil:
 		r.fail(kv, ReasonStrategyJobFailed, "The install-strategy Job failed and is retried: "+loaded.Plan.Failure.Message)
+	case loaded.JobProblem != "":
+		r.fail(kv, ReasonStrategyJobBlocked, "The install-strategy Job cannot run: "+loaded.JobProblem)
 	}
 	if loaded.Strategy == nil {
-		if loaded.Plan.Failure == nil {
+		if loaded.Plan.Failure == nil && loaded.JobProblem == "" {
 			r.progressing(kv, false)
 		}
 		return reconcile.Result{RequeueAfter: loaded.Plan.RequeueAfter}, nil

@@ -24,6 +24,8 @@ type loadedStrategy struct {
 	Plan     StrategyPlan
 	// ConfigMaps are all install-strategy ConfigMaps, for the garbage collection.
 	ConfigMaps []corev1.ConfigMap
+	// JobProblem says why the running strategy Job's pod cannot start; "" if nothing stops it.
+	JobProblem string
 }
 
 // loadStrategy finds the cached strategy for cfg's ID, or drives the Job that
@@ -52,6 +54,13 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 		if msg := PodFailureMessage(pods.Items); msg != "" {
 			out.Plan.Failure.Message = fmt.Sprintf("Job %s: %s (%s)", plan.Failure.JobName, msg, plan.Failure.Message)
 		}
+	}
+
+	if plan.Running != nil {
+		if out.JobProblem, err = r.strategyJobProblem(ctx, plan.Running); err != nil {
+			return nil, err
+		}
+		out.Plan.RequeueAfter = jobCheckInterval
 	}
 
 	for i := range plan.DeleteJobs {

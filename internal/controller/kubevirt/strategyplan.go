@@ -34,6 +34,8 @@ type StrategyPlan struct {
 	DeleteJobs []batchv1.Job
 	// Failure is the last Job's failure while the operator waits to retry.
 	Failure *JobOutcome
+	// Running is the Job generating the strategy, while no strategy is usable.
+	Running *batchv1.Job
 	// RequeueAfter asks for another look when a retry is due.
 	RequeueAfter time.Duration
 }
@@ -71,6 +73,9 @@ func PlanStrategy(in StrategyInputs) StrategyPlan {
 	case len(running) > 0:
 		// Wait for it; the Job watch brings the operator back.
 		plan.DeleteJobs = append(plan.DeleteJobs, failed...)
+		if plan.Use == nil {
+			plan.Running = &running[0]
+		}
 	case len(succeeded) > 0:
 		// The ConfigMap it wrote is not in the cache yet; look again shortly.
 		plan.DeleteJobs = append(plan.DeleteJobs, failed...)

@@ -94,16 +94,19 @@ func (e *env) operatorConfig() *rest.Config {
 	return sandboxtest.ServiceAccountConfig(e.t, e.c, e.sb.RESTConfig(), namespace, "virt-operator")
 }
 
-func (e *env) startOperator() {
+// startOperator runs the operator in this process, its options changed by mutate.
+func (e *env) startOperator(mutate ...func(*operator.Options)) {
 	cfg := e.operatorConfig()
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.done = make(chan error, 1)
-	go func() {
-		e.done <- operator.Run(e.ctx, cfg, operator.Options{
-			Namespace: namespace, MetricsAddr: "0", HealthAddr: "0", LeaderElection: true,
-			Env: deployid.MapEnv{"VIRT_OPERATOR_IMAGE": operatorImage},
-		})
-	}()
+	opts := operator.Options{
+		Namespace: namespace, MetricsAddr: "0", HealthAddr: "0", LeaderElection: true,
+		Env: deployid.MapEnv{"VIRT_OPERATOR_IMAGE": operatorImage},
+	}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	go func() { e.done <- operator.Run(e.ctx, cfg, opts) }()
 }
 
 func (e *env) stopOperator() {

@@ -1,0 +1,99 @@
+package kubevirt
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// ReasonStrategyJobBlocked: the install-strategy Job exists but its pod cannot
+// start (refused, unschedulable, its image not pulled); nothing else would say so.
+const ReasonStrategyJobBlocked = "InstallStrategyJobBlocked"
+
+// jobCheckInterval is how often a running strategy Job is looked at while no
+// strategy is usable: the Job controller's FailedCreate Events and a pod's
+// scheduling change no object the operator watches.
+const jobCheckInterval = 2 * time.Second
+
+// blockedWaitingReasons are the container states kubelet keeps a pod in when
+// the container cannot be created; none of them ends without an admin.
+var blockedWaitingReasons = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+}
+
+// JobStartProblem says why a running strategy Job's pod does not run: a pod
+// that cannot be scheduled, a container that cannot be pulled or created, or,
+// with no pod at all, the Job controller's latest FailedCreate Event (a missing
+// ServiceAccount, a quota, a policy). "" when nothing stops it.
+func JobStartProblem(job *batchv1.Job, pods []corev1.Pod, events []corev1.Event) string {
+	live := 0
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		live++
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)
+			}
+		}
+		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && blockedWaitingReasons[w.Reason] {
+				return fmt.Sprintf("pod %s, container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)
+			}
+		}
+	}
+	if live > 0 {
+		return ""
+	}
+	var refused []corev1.Event
+	for _, ev := range events {
+		if ev.InvolvedObject.UID == job.UID && ev.Type == corev1.EventTypeWarning && ev.Reason == "FailedCreate" {
+			refused = append(refused, ev)
+		}
+	}
+	if len(refused) == 0 {
+		return ""
+	}
+	sort.Slice(refused, func(i, j int) bool { return eventTime(&refused[i]).Before(eventTime(&refused[j])) })
+	return fmt.Sprintf("Job %s cannot create its pod: %s", job.Name, refused[len(refused)-1].Message)
+}
+
+// eventTime is when an Event last happened, whichever API wrote it.
+func eventTime(ev *corev1.Event) time.Time {
+	switch {
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	}
+	return ev.CreationTimestamp.Time
+}
+
+// strategyJobProblem reads what JobStartProblem needs: the Job's pods from the
+// cache, its Events from the API (the operator caches no Events). Events it may
+// not read only make the message less precise.
+func (r *Reconciler) strategyJobProblem(ctx context.Context, job *batchv1.Job) (string, error) {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return "", fmt.Errorf("listing the pods of strategy Job %s: %w", job.Name, err)
+	}
+	events := &corev1.EventList{}
+	err := r.APIReader.List(ctx, events, client.InNamespace(job.Namespace), client.MatchingFields{"involvedObject.uid": string(job.UID)})
+	switch {
+	case apierrors.IsForbidden(err):
+		log.FromContext(ctx).Info("cannot read the strategy Job's Events", "job", job.Name, "error", err.Error())
+	case err != nil:
+		return "", fmt.Errorf("listing the Events of strategy Job %s: %w", job.Name, err)
+	}
+	return JobStartProblem(job, pods.Items, events.Items), nil
+}
