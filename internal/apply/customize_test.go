@@ -296,3 +296,46 @@ func TestDesiredInjectsMetadata(t *testing.T) {
 		}
 	}
 }
+
+// Customize owns customization: Desired after it must not apply the patches or
+// the placement a second time (an "add .../args/-" would give the flag twice, a
+// "remove" would fail, tolerations would be doubled).
+func TestCustomizeThenDesiredCustomizesOnce(t *testing.T) {
+	cfg := testConfig(t, func(s *v1.KubeVirtSpec) {
+		patches(
+			v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: VirtAPI, Type: v1.JSONPatchType,
+				Patch: `[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--extra"}]`},
+			v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: VirtController, Type: v1.JSONPatchType,
+				Patch: `[{"op":"remove","path":"/spec/template/spec/containers/0/livenessProbe"}]`},
+		)(s)
+		s.Infra = &v1.ComponentConfig{NodePlacement: &v1.NodePlacement{
+			Tolerations: []corev1.Toleration{{Key: "infra", Operator: corev1.TolerationOpExists}}}}
+	})
+	s := testStrategy(t)
+	for _, name := range []string{VirtAPI, VirtController} {
+		c := &find[*appsv1.Deployment](t, s, "Deployment", name).Spec.Template.Spec.Containers[0]
+		c.Args = []string{"--port", "8443"}
+		c.LivenessProbe = &corev1.Probe{InitialDelaySeconds: 15}
+	}
+	customized, err := Customize(s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := Desired(customized, cfg)
+	api := find[*appsv1.Deployment](t, out, "Deployment", VirtAPI).Spec.Template.Spec
+	if n := strings.Count(strings.Join(api.Containers[0].Args, " "), "--extra"); n != 1 {
+		t.Errorf("virt-api args %v: --extra %d times, want once", api.Containers[0].Args, n)
+	}
+	infra := 0
+	for _, tol := range api.Tolerations {
+		if tol.Key == "infra" {
+			infra++
+		}
+	}
+	if infra != 1 {
+		t.Errorf("virt-api tolerations %v: the infra one %d times, want once", api.Tolerations, infra)
+	}
+	if p := find[*appsv1.Deployment](t, out, "Deployment", VirtController).Spec.Template.Spec.Containers[0].LivenessProbe; p != nil {
+		t.Errorf("virt-controller still has a livenessProbe: %+v", p)
+	}
+}

@@ -2,16 +2,11 @@ package apply
 
 import (
 	"sort"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/virt-operator/virt-operator/internal/metadata"
 )
-
-// TempWebhookPrefix names the temporary blocking webhook (§4.13); it is never
-// an orphan: its owner deletes it once virt-api has rolled over.
-const TempWebhookPrefix = "virt-operator-tmp-webhook"
 
 // orphanOrder is the order stale objects are deleted in (§4.12): webhooks first,
 // since a stale webhook could block the other deletes, workloads before their
@@ -34,8 +29,10 @@ var uninstallOrder = []string{
 }
 
 // Orphans are the live objects the operator manages (metadata.IsManaged) whose
-// reference is not desired, in deletion order. Install-strategy ConfigMaps and
-// the temporary webhook are never orphans: they have their own lifecycles.
+// reference is not desired, in deletion order. Install-strategy ConfigMaps are
+// never orphans: they have their own lifecycle. (Upstream's temporary webhook,
+// virt-operator-tmp-webhook-*, is one: this operator never creates it, so one
+// left by upstream's operator on a takeover would otherwise stay for good.)
 // Delete them (Deletions) only once every step has rolled over: until then the
 // old components may still need them.
 func Orphans(desired []ObjectRef, live []client.Object) []client.Object {
@@ -55,10 +52,8 @@ func Orphans(desired []ObjectRef, live []client.Object) []client.Object {
 }
 
 func ownLifecycle(o client.Object) bool {
-	if _, ok := o.GetLabels()[metadata.InstallStrategyLabel]; ok {
-		return true
-	}
-	return strings.HasPrefix(o.GetName(), TempWebhookPrefix)
+	_, ok := o.GetLabels()[metadata.InstallStrategyLabel]
+	return ok
 }
 
 // UninstallOrder groups every object by kind in the order §1.9 deletes them;

@@ -43,19 +43,19 @@ func TestOrphans(t *testing.T) {
 		legacy,
 		deployment("not-ours", 1), // unmanaged
 		strategyCM,
-		managed(&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: TempWebhookPrefix + "xyz"}}),
+		managed(&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "virt-operator-tmp-webhook-xyz"}}),
 		managed(&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "old-webhook"}}),
 		managed(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "old-certs", Namespace: ns}}),
 	}
 	got := names(Orphans([]ObjectRef{RefOf(kept)}, live))
-	want := []string{"ValidatingWebhookConfiguration old-webhook", "Secret kubevirt/old-certs",
+	want := []string{"ValidatingWebhookConfiguration old-webhook", "ValidatingWebhookConfiguration virt-operator-tmp-webhook-xyz", "Secret kubevirt/old-certs",
 		"Deployment kubevirt/old-component", "ClusterRole old-role"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Orphans = %v, want %v", got, want)
 	}
 	// With nothing desired, virt-api is an orphan too.
-	if acts := Deletions(Orphans(nil, live), "orphan"); len(acts) != 5 || acts[0].Op != OpDelete {
-		t.Errorf("%d deletions, want 5", len(acts))
+	if acts := Deletions(Orphans(nil, live), "orphan"); len(acts) != 6 || acts[0].Op != OpDelete {
+		t.Errorf("%d deletions, want 6", len(acts))
 	}
 }
 

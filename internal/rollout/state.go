@@ -15,8 +15,8 @@ import (
 )
 
 // State is what the rollout remembers between reconciles. Phase, the canary, the
-// times and the message live in status.handlerRollout; TargetID (which target a
-// Failed phase belongs to) and BakedSince have no status field yet (see
+// times, the message and TargetID (which target a Failed phase belongs to) live
+// in status.handlerRollout; BakedSince has no status field (see
 // StateFromStatus). A lost BakedSince only restarts the bake (it is re-derived
 // from the pods' Ready condition where present).
 type State struct {

@@ -78,7 +78,7 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 		if err := r.Client.Create(ctx, job); err != nil {
 			return nil, fmt.Errorf("creating the install-strategy Job: %w", err)
 		}
-		r.recentJobs.Store(jobKey{cfg.ID, plan.Attempt}, r.Clock.Now())
+		r.rememberJob(jobKey{cfg.ID, plan.Attempt})
 		log.FromContext(ctx).Info("install-strategy Job created", "job", job.Name, "deploymentID", cfg.ID, "attempt", plan.Attempt)
 		r.event(kv, "StrategyJobCreated", "Generate", fmt.Sprintf("Generating the install strategy for deployment ID %s (Job %s)", cfg.ID, job.Name))
 	}
@@ -154,6 +154,19 @@ type jobKey struct {
 // recentJobWindow is how long a just-created Job may stay invisible in the
 // cache before the operator creates another.
 const recentJobWindow = 10 * time.Second
+
+// rememberJob records a Job just created and forgets those past the window,
+// so the map stays as small as the Jobs of the last few seconds.
+func (r *Reconciler) rememberJob(k jobKey) {
+	now := r.Clock.Now()
+	r.recentJobs.Range(func(key, at any) bool {
+		if now.Sub(at.(time.Time)) >= recentJobWindow {
+			r.recentJobs.Delete(key)
+		}
+		return true
+	})
+	r.recentJobs.Store(k, now)
+}
 
 // jobJustCreated says whether this process created the same Job attempt a
 // moment ago. It only avoids a duplicate Job while the cache catches up; after

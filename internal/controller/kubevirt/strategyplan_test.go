@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
@@ -157,5 +158,26 @@ func TestDecodeIsCachedPerConfigMapVersion(t *testing.T) {
 	cm.ResourceVersion = "3"
 	if _, err := r.decode(cm); err == nil {
 		t.Fatal("a corrupt payload decoded")
+	}
+}
+
+// A created Job is remembered for the window only; older entries go when the
+// next Job is created.
+func TestRecentJobsArePruned(t *testing.T) {
+	clock := clocktesting.NewFakeClock(t0)
+	r := &Reconciler{Clock: clock}
+	r.rememberJob(jobKey{"a", 0})
+	if !r.jobJustCreated("a", 0) {
+		t.Fatal("a Job created a moment ago is not remembered")
+	}
+	clock.Step(recentJobWindow)
+	r.rememberJob(jobKey{"b", 0})
+	if r.jobJustCreated("a", 0) || !r.jobJustCreated("b", 0) {
+		t.Fatal("want only b remembered")
+	}
+	n := 0
+	r.recentJobs.Range(func(any, any) bool { n++; return true })
+	if n != 1 {
+		t.Fatalf("%d entries kept, want 1", n)
 	}
 }
