@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -109,6 +110,28 @@ func TestHandlerRolloutUnderway(t *testing.T) {
 		if handlerRolloutUnderway(kv) {
 			t.Errorf("%s of an earlier target counts as under way", phase)
 		}
+	}
+}
+
+// A rollback with no earlier template must not keep the failed one under a
+// strategy that spreads it: it holds under OnDelete and says why.
+func TestRollbackWithoutHistoryHolds(t *testing.T) {
+	failed := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{metadata.InstallStrategyIdentifierAnnotation: "bad"}}}
+	live := &appsv1.DaemonSet{Spec: appsv1.DaemonSetSpec{Template: failed}}
+	rolling := appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}
+
+	tmpl, strategy, held := rollbackWrite(live, nil, rolling)
+	if !held || strategy.Type != appsv1.OnDeleteDaemonSetStrategyType || !equality.Semantic.DeepEqual(tmpl, failed) {
+		t.Fatalf("no history: held %v, strategy %s, template %v; want held under OnDelete, the live template", held, strategy.Type, tmpl.Annotations)
+	}
+	previous := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{metadata.InstallStrategyIdentifierAnnotation: "good"}}}
+	tmpl, strategy, held = rollbackWrite(live, &previous, rolling)
+	if held || strategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || !equality.Semantic.DeepEqual(tmpl, previous) {
+		t.Fatalf("with history: held %v, strategy %s, template %v; want the previous template under the decided strategy", held, strategy.Type, tmpl.Annotations)
+	}
+	if msg := noRollbackMessage("pod p on node n crashed"); !strings.HasPrefix(msg, "pod p on node n crashed") ||
+		!strings.Contains(msg, "holds (OnDelete)") || !strings.Contains(msg, "spec.imageTag") {
+		t.Fatalf("message %q does not say what holds and what to do", msg)
 	}
 }
 

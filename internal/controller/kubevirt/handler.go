@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -95,7 +96,8 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 	if s := rollout.CleanupStrategy(d.Phase, tmpl, liveDS, policy); s != nil {
 		d.UpdateStrategy = s
 	}
-	if err := r.writeHandler(ctx, kv, tmpl, liveDS, d, obs.SpecChanged, applier); err != nil {
+	held, err := r.writeHandler(ctx, kv, tmpl, liveDS, d, obs.SpecChanged, applier)
+	if err != nil {
 		return handlerOutcome{}, err
 	}
 	if tmpl.DropCarried {
@@ -115,6 +117,9 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 	// the fast step): the step is done only when that has rolled over too.
 	done := d.Done && !tmpl.DropCarried && apply.DaemonSetRolledOver(liveDS, target)
 	reason, message := handlerProblem(d, kv.Status.Conditions)
+	if held && !strings.Contains(message, "no earlier template") {
+		message = noRollbackMessage(message)
+	}
 	return handlerOutcome{Done: done, RequeueAfter: minPositive(d.RequeueAfter, heldFor), Reason: reason, Message: message}, nil
 }
 
@@ -131,7 +136,8 @@ type handlerOutcome struct {
 // strategy in one write (so a template never lands under a strategy that would
 // spread it), or the previous template on a rollback; nothing when all is in
 // place.
-func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, tmpl rollout.TemplateWrite, liveDS *appsv1.DaemonSet, d rollout.Decision, specChanged bool, applier *apply.Applier) error {
+// It reports whether a rollback had no template to go back to and holds.
+func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, tmpl rollout.TemplateWrite, liveDS *appsv1.DaemonSet, d rollout.Decision, specChanged bool, applier *apply.Applier) (held bool, err error) {
 	obj := tmpl.DaemonSet.DeepCopy()
 	obj.Spec.UpdateStrategy = liveDS.Spec.UpdateStrategy
 	if d.UpdateStrategy != nil {
@@ -141,25 +147,41 @@ func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, tmpl rol
 	if d.Rollback {
 		previous, err := r.previousHandlerTemplate(ctx, liveDS, kv)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if previous != nil {
-			obj.Spec.Template = *previous
-			rolledBack = liveDS.Spec.Template.Annotations[metadata.InstallStrategyIdentifierAnnotation] != previous.Annotations[metadata.InstallStrategyIdentifierAnnotation]
-		}
+		obj.Spec.Template, obj.Spec.UpdateStrategy, held = rollbackWrite(liveDS, previous, obj.Spec.UpdateStrategy)
+		rolledBack = previous != nil &&
+			liveDS.Spec.Template.Annotations[metadata.InstallStrategyIdentifierAnnotation] != previous.Annotations[metadata.InstallStrategyIdentifierAnnotation]
 	}
 	carriedChanged := liveDS.Annotations[rollout.CarriedOverAnnotation] != obj.Annotations[rollout.CarriedOverAnnotation]
 	if !specChanged && !rolledBack && !carriedChanged && rollout.SameStrategy(obj.Spec.UpdateStrategy, liveDS.Spec.UpdateStrategy) {
 		if d.RecordGeneration {
 			kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, []v1.GenerationStatus{handlerGeneration(liveDS)})
 		}
-		return nil
+		return held, nil
 	}
 	log.FromContext(ctx).Info("writing virt-handler", "phase", d.Phase, "strategy", rollout.StrategyString(obj.Spec.UpdateStrategy),
 		"rollback", rolledBack, "carriedOver", tmpl.Carried, "droppingCarried", tmpl.DropCarried)
 	gens, err := applier.Apply(ctx, []apply.Action{{Op: apply.OpUpdate, Object: obj, Live: liveDS, Reason: "canary rollout " + string(d.Phase)}})
 	kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)
-	return err
+	return held, err
+}
+
+// rollbackWrite is what a rollback writes: the previous template under the
+// decided strategy or, when the history holds none to go back to, the live
+// template held under OnDelete, so the failed version spreads no further.
+func rollbackWrite(live *appsv1.DaemonSet, previous *corev1.PodTemplateSpec, decided appsv1.DaemonSetUpdateStrategy) (
+	corev1.PodTemplateSpec, appsv1.DaemonSetUpdateStrategy, bool) {
+	if previous == nil {
+		return live.Spec.Template, appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}, true
+	}
+	return *previous, decided, false
+}
+
+// noRollbackMessage is the Degraded message of a rollback with nothing to go back to.
+func noRollbackMessage(failure string) string {
+	return failure + "; the DaemonSet's history has no earlier template to roll back to, so it holds (OnDelete) " +
+		"with the failed version where it already runs: set spec.imageTag to a working version"
 }
 
 // recordHandlerDecision puts the rollout into status, events and conditions.
