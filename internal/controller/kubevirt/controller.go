@@ -2,6 +2,7 @@ package kubevirt
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -142,10 +143,18 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, kv *v1.KubeVirt) error
 	if controllerutil.ContainsFinalizer(kv, metadata.KubeVirtFinalizer) && !controllerutil.ContainsFinalizer(kv, metadata.LegacyKubeVirtFinalizer) {
 		return nil
 	}
-	patch := client.MergeFrom(kv.DeepCopy())
-	controllerutil.AddFinalizer(kv, metadata.KubeVirtFinalizer)
-	controllerutil.RemoveFinalizer(kv, metadata.LegacyKubeVirtFinalizer)
-	return r.Client.Patch(ctx, kv, patch)
+	// The patch is sent from a copy: its response carries the stored status,
+	// which must not replace the status this pass has computed so far. The
+	// optimistic lock keeps a concurrent edit from being merged over.
+	obj := kv.DeepCopy()
+	patch := client.MergeFromWithOptions(kv.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(obj, metadata.KubeVirtFinalizer)
+	controllerutil.RemoveFinalizer(obj, metadata.LegacyKubeVirtFinalizer)
+	if err := r.Client.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("adding the KubeVirt finalizer: %w", err)
+	}
+	kv.Finalizers, kv.ResourceVersion = obj.Finalizers, obj.ResourceVersion
+	return nil
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, kv *v1.KubeVirt) error {

@@ -117,3 +117,42 @@ func TestUninstallHeldByWorkloadsDeletesNothing(t *testing.T) {
 		t.Error("the finalizer went while the uninstall is held")
 	}
 }
+
+// Adding the finalizer mid-pass must not replace the status computed so far
+// with the stored one (the patch response carries the stored status).
+func TestEnsureFinalizerKeepsTheStatusOfThisPass(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt"},
+		Status: v1.KubeVirtStatus{TargetDeploymentID: "old"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(&v1.KubeVirt{}).Build()
+	r := &Reconciler{Client: c}
+	kv := &v1.KubeVirt{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(stored), kv); err != nil {
+		t.Fatal(err)
+	}
+	kv.Status.TargetDeploymentID = "new"
+	if err := r.ensureFinalizer(context.Background(), kv); err != nil {
+		t.Fatal(err)
+	}
+	if kv.Status.TargetDeploymentID != "new" {
+		t.Fatalf("the in-memory target went back to %q", kv.Status.TargetDeploymentID)
+	}
+	got := &v1.KubeVirt{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(stored), got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(got.Finalizers, ","), metadata.KubeVirtFinalizer) || got.ResourceVersion != kv.ResourceVersion {
+		t.Fatalf("stored finalizers %v (resourceVersion %s, in memory %s)", got.Finalizers, got.ResourceVersion, kv.ResourceVersion)
+	}
+	// A stale copy conflicts instead of being merged over a concurrent edit.
+	stale := kv.DeepCopy()
+	stale.ResourceVersion, stale.Finalizers = "1", nil
+	if err := r.ensureFinalizer(context.Background(), stale); err == nil {
+		t.Fatal("a finalizer patch from a stale copy went through")
+	}
+}
