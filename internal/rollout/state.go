@@ -150,20 +150,29 @@ func (v view) allDone() bool {
 	return v.observed && v.old == 0 && v.terminating == 0 && v.updatedReady == v.desired
 }
 
-// pickCanaries chooses up to n nodes: those already running the target first (a
-// resumed canary), then old pods in node-name order. Deterministic.
+// pickCanaries chooses up to n nodes, deterministically: nodes already running
+// the target first (a resumed canary), then old pods that are Ready, then the
+// rest, each in node-name order. A pod not scheduled yet is never a canary (its
+// node "" would hold the rollout forever); a NotReady one is picked only when
+// too few are Ready (a broken running version must still be upgradable).
 func (v view) pickCanaries(n int, target metadata.Target) []string {
-	var upd, old []string
+	var groups [3][]string // updated, old Ready, old not Ready
 	for node, pod := range v.byNode {
-		if metadata.PodIsUpToDate(pod, target) {
-			upd = append(upd, node)
-		} else {
-			old = append(old, node)
+		switch {
+		case node == "":
+		case metadata.PodIsUpToDate(pod, target):
+			groups[0] = append(groups[0], node)
+		case metadata.PodIsReady(pod):
+			groups[1] = append(groups[1], node)
+		default:
+			groups[2] = append(groups[2], node)
 		}
 	}
-	sort.Strings(upd)
-	sort.Strings(old)
-	nodes := append(upd, old...)
+	var nodes []string
+	for _, g := range groups {
+		sort.Strings(g)
+		nodes = append(nodes, g...)
+	}
 	if len(nodes) > n {
 		nodes = nodes[:n]
 	}
