@@ -181,3 +181,19 @@ func TestRecentJobsArePruned(t *testing.T) {
 		t.Fatalf("%d entries kept, want 1", n)
 	}
 }
+
+// The running Job is named for a look at why its pod may not start only while
+// no strategy is usable; with one in use (a monitoring regeneration) the
+// install is not waiting on it.
+func TestPlanStrategyNamesTheRunningJob(t *testing.T) {
+	running := strategyJob("job-1", "id", 0, "", time.Time{})
+	plan := PlanStrategy(StrategyInputs{ID: "id", Jobs: []batchv1.Job{running}, Now: t0})
+	if plan.Running == nil || plan.Running.Name != "job-1" || plan.CreateJob {
+		t.Fatalf("no strategy: running %v, create %v; want job-1 named, no new Job", plan.Running, plan.CreateJob)
+	}
+	stale := strategyCM("cm", "id", "")
+	plan = PlanStrategy(StrategyInputs{ID: "id", ConfigMaps: []corev1.ConfigMap{stale}, Jobs: []batchv1.Job{running}, LiveMonitoringNS: "monitoring", Now: t0})
+	if plan.Use == nil || plan.Running != nil {
+		t.Fatalf("a strategy in use: use %v, running %v; want the ConfigMap used, no Job named", plan.Use, plan.Running)
+	}
+}
