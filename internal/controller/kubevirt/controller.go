@@ -57,6 +57,8 @@ type Reconciler struct {
 	progressWrittenAt time.Time
 	// written is the last status written, for reads the cache has not caught up on.
 	written writtenStatus
+	// transient tells apply errors to retry quietly from those to report.
+	transient transientErrors
 }
 
 // SetupWithManager registers the controller and the watches that bring it back

@@ -58,9 +58,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 		return reconcile.Result{}, nil // nothing was written; a spec change brings the operator back
 	}
 	if err != nil {
-		r.fail(kv, ReasonDeploymentFailed, "An error occurred during deployment: "+err.Error())
+		if r.transient.degrade(err, r.Clock.Now()) {
+			r.fail(kv, ReasonDeploymentFailed, "An error occurred during deployment: "+err.Error())
+		} else {
+			log.FromContext(ctx).Info("retrying after a transient error", "error", err.Error())
+		}
 		return reconcile.Result{}, err
 	}
+	r.transient.clear()
 	requeue := minPositive(loaded.Plan.RequeueAfter, outcome.RecheckAfter)
 	if !outcome.RolledOver {
 		if outcome.ProblemReason != "" {

@@ -185,23 +185,41 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 		e.waitAvailable(time.Minute)
 	})
 
-	t.Run("uninstall is blocked by a VMI, then removes everything", func(t *testing.T) {
+	t.Run("uninstall is blocked by a VMI and by a stopped VM, which survives, then removes everything", func(t *testing.T) {
 		vmi := &v1.VirtualMachineInstance{Spec: runtime.RawExtension{Raw: []byte(`{"domain":{"devices":{}}}`)}}
 		vmi.Name, vmi.Namespace = "vmi-1", "default"
 		if err := e.c.Create(ctx, vmi); err != nil {
 			t.Fatal(err)
 		}
+		halted := v1.RunStrategyHalted
+		vm := &v1.VirtualMachine{Spec: v1.VirtualMachineSpec{RunStrategy: &halted,
+			Template: &runtime.RawExtension{Raw: []byte(`{"spec":{"domain":{"devices":{}}}}`)}}}
+		vm.Name, vm.Namespace = "stopped-vm", "default"
+		if err := e.c.Create(ctx, vm); err != nil {
+			t.Fatal(err)
+		}
 		if err := e.c.Delete(ctx, e.kubeVirt()); err != nil {
 			t.Fatal(err)
 		}
-		e.eventually("a condition giving the VMI count", 30*time.Second, func() (bool, error) {
-			c := condition(e.kubeVirt(), v1.KubeVirtConditionSynchronized)
-			return c != nil && strings.Contains(c.Message, "1 VirtualMachineInstances"), nil
-		})
+		blockedBy := func(what string) {
+			e.eventually("a condition giving the count: "+what, 30*time.Second, func() (bool, error) {
+				c := condition(e.kubeVirt(), v1.KubeVirtConditionSynchronized)
+				return c != nil && strings.Contains(c.Message, what), nil
+			})
+		}
+		blockedBy("1 VirtualMachineInstances, 1 VirtualMachines")
+		if err := e.c.Delete(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+		blockedBy(": 1 VirtualMachines")
+		time.Sleep(2 * time.Second) // the operator has seen the VMI go and still holds
+		if err := e.c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
+			t.Fatalf("the stopped VM did not survive the CR delete: %v", err)
+		}
 		if len(e.deployments()) == 0 {
 			t.Fatal("components were deleted while the uninstall was blocked")
 		}
-		if err := e.c.Delete(ctx, vmi); err != nil {
+		if err := e.c.Delete(ctx, vm); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
