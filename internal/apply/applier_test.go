@@ -111,7 +111,7 @@ func TestLiveObjectsAndListManaged(t *testing.T) {
 	if live, err = LiveObjects(ctx, c, d); err != nil || len(live) != len(d.Objects())+4 {
 		t.Fatalf("%d live objects (want every object and 4 PDBs), %v", len(live), err)
 	}
-	managed, err := ListManaged(ctx, c, "")
+	managed, err := ListManaged(ctx, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,22 +116,24 @@ func unstructuredList(gvk schema.GroupVersionKind) client.ObjectList {
 // ListManaged lists every object carrying the managed-by label (current or
 // legacy value) of each kind a strategy can hold, plus PodDisruptionBudgets and
 // the extra kinds given (a strategy's Others). Namespaced kinds are listed in
-// namespace ("" for all namespaces: monitoring objects live in the monitoring
-// namespace). Kinds whose API the cluster does not serve (SCC and Route off
+// each of namespaces (nil for all namespaces; a strategy also writes to the
+// monitoring namespace). Kinds whose API the cluster does not serve (SCC and Route off
 // OpenShift, monitoring without prometheus-operator) are skipped. The result
 // feeds Orphans and UninstallOrder.
-func ListManaged(ctx context.Context, r client.Reader, namespace string, extra ...schema.GroupVersionKind) ([]client.Object, error) {
+func ListManaged(ctx context.Context, r client.Reader, namespaces []string, extra ...schema.GroupVersionKind) ([]client.Object, error) {
 	var out []client.Object
 	for _, ml := range managedLists {
-		ns := ""
-		if ml.namespaced {
-			ns = namespace
+		scopes := []string{""}
+		if ml.namespaced && namespaces != nil {
+			scopes = namespaces
 		}
-		items, err := listManaged(ctx, r, ml.list(), ns)
-		if err != nil {
-			return nil, err
+		for _, ns := range scopes {
+			items, err := listManaged(ctx, r, ml.list(), ns)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, items...)
 		}
-		out = append(out, items...)
 	}
 	for _, gvk := range extra {
 		items, err := listManaged(ctx, r, unstructuredList(gvk), "")

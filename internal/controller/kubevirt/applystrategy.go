@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -188,8 +189,9 @@ func (r *Reconciler) liveCertificateObjects(ctx context.Context, s *strategy.Str
 }
 
 // deleteOrphans removes managed objects the target strategy no longer has.
-func (r *Reconciler) deleteOrphans(ctx context.Context, kv *v1.KubeVirt, desired *strategy.Strategy) error {
-	live, err := apply.ListManaged(ctx, r.reader(), r.Namespace, apply.KindsOf(desired.Others)...)
+func (r *Reconciler) deleteOrphans(ctx context.Context, kv *v1.KubeVirt, desired *strategy.Strategy, cms []corev1.ConfigMap) error {
+	namespaces := orphanNamespaces(r.Namespace, desired, cms)
+	live, err := apply.ListManaged(ctx, r.reader(), namespaces, apply.KindsOf(desired.Others)...)
 	if err != nil {
 		return err
 	}
@@ -205,6 +207,30 @@ func (r *Reconciler) deleteOrphans(ctx context.Context, kv *v1.KubeVirt, desired
 	kv.Status.Generations = apply.ForgetGenerations(kv.Status.Generations, orphans)
 	r.event(kv, "DeletedObsoleteObjects", "Cleanup", fmt.Sprintf("Deleted %d objects the target install strategy no longer has", len(orphans)))
 	return nil
+}
+
+// orphanNamespaces are where a stale object may be: the operator's namespace,
+// every namespace the desired strategy writes to, and the monitoring namespace
+// each cached strategy was generated with (monitoring that went away leaves its
+// Role, RoleBinding, ServiceMonitor and PrometheusRule there). Sorted.
+func orphanNamespaces(own string, desired *strategy.Strategy, cms []corev1.ConfigMap) []string {
+	set := map[string]bool{own: true}
+	for _, o := range desired.Objects() {
+		if ns := o.GetNamespace(); ns != "" {
+			set[ns] = true
+		}
+	}
+	for i := range cms {
+		if meta, ok := strategy.Meta(&cms[i]); ok && meta.MonitorNamespace != "" {
+			set[meta.MonitorNamespace] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for ns := range set {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func replaceByName[T client.Object](all, replacements []T) []T {

@@ -59,6 +59,9 @@ type Reconciler struct {
 	written writtenStatus
 	// transient tells apply errors to retry quietly from those to report.
 	transient transientErrors
+	// orphansCheckedFor is the strategy ConfigMap (UID/resourceVersion) the last
+	// orphan clean-up ran against.
+	orphansCheckedFor string
 }
 
 // SetupWithManager registers the controller and the watches that bring it back

@@ -88,11 +88,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 // target no longer has and old strategies go, and only then is the observed
 // state advanced (never earlier, so "observed == target" means done).
 func (r *Reconciler) finishRollover(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config, loaded *loadedStrategy, desired *strategy.Strategy) error {
-	// Orphans are looked for once per rollout, when the target is first reached.
-	if kv.Status.ObservedDeploymentID != cfg.ID {
-		if err := r.deleteOrphans(ctx, kv, desired); err != nil {
+	// Orphans are looked for when the target is first reached, and again when
+	// the strategy in use changes under the same ID (monitoring came or went).
+	inUse := ""
+	if loaded.Plan.Use != nil {
+		inUse = string(loaded.Plan.Use.UID) + "/" + loaded.Plan.Use.ResourceVersion
+	}
+	if kv.Status.ObservedDeploymentID != cfg.ID || r.orphansCheckedFor != inUse {
+		if err := r.deleteOrphans(ctx, kv, desired, loaded.ConfigMaps); err != nil {
 			return err
 		}
+		r.orphansCheckedFor = inUse
 	}
 	for _, cm := range strategy.Obsolete(loaded.ConfigMaps, cfg.ID, cfg.ID) {
 		if err := r.Client.Delete(ctx, &cm); err != nil && !isNotFound(err) {

@@ -68,7 +68,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reco
 // while the components still run), then everything else in one pass. It
 // returns what is still there.
 func (r *Reconciler) deleteEverything(ctx context.Context) ([]client.Object, error) {
-	live, err := apply.ListManaged(ctx, r.APIReaderOrClient(), "")
+	live, err := apply.ListManaged(ctx, r.APIReaderOrClient(), nil)
 	if err != nil {
 		return nil, err
 	}

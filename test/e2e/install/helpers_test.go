@@ -256,7 +256,7 @@ func (e *env) loadStrategy(id string) *strategy.Strategy {
 // managedObjects lists what still carries the operator's managed-by label.
 func (e *env) managedObjects() []string {
 	e.t.Helper()
-	objs, err := apply.ListManaged(context.Background(), e.c, namespace)
+	objs, err := apply.ListManaged(context.Background(), e.c, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}

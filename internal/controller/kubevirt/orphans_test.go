@@ -1,0 +1,67 @@
+package kubevirt
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+func TestOrphanNamespaces(t *testing.T) {
+	s := &strategy.Strategy{}
+	for _, o := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "a"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-monitoring", Name: "b"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "c"}},
+	} {
+		if err := s.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := orphanNamespaces("kubevirt", s, []corev1.ConfigMap{strategyCM("old", "id", "monitoring"), strategyCM("new", "id", "")})
+	if want := []string{"kubevirt", "monitoring", "openshift-monitoring"}; !slices.Equal(got, want) {
+		t.Fatalf("namespaces %v, want %v", got, want)
+	}
+}
+
+// Monitoring went away: the regenerated strategy (same ID) has no monitoring
+// objects, and the Role the old one wrote in the monitoring namespace goes.
+func TestOrphansInTheOldMonitoringNamespaceGo(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, strategy.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	managed := map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}
+	stale := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "kubevirt-prometheus-metrics", Labels: managed}}
+	kept := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt-handler", Labels: managed}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stale, kept).Build()
+	r := &Reconciler{Client: c, APIReader: c, Namespace: "kubevirt", Recorder: events.NewFakeRecorder(10)}
+	desired := &strategy.Strategy{}
+	if err := desired.Add(kept.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	cms := []corev1.ConfigMap{strategyCM("old", "id", "monitoring"), strategyCM("new", "id", "")}
+	if err := r.deleteOrphans(context.Background(), &v1.KubeVirt{}, desired, cms); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(stale), &rbacv1.Role{}); client.IgnoreNotFound(err) != nil || err == nil {
+		t.Fatalf("the monitoring Role is still there (%v)", err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(kept), &corev1.ServiceAccount{}); err != nil {
+		t.Fatalf("a desired object was deleted: %v", err)
+	}
+}
