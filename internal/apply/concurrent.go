@@ -11,8 +11,8 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
-// ApplyByKind executes the actions kind by kind, in the order their kinds first
-// appear, with up to workers writes of one kind in flight at a time. An upgrade
+// ApplyByKind executes the actions run by run (consecutive actions of one kind),
+// in order, with up to workers writes of one run in flight at a time. An upgrade
 // rewrites every prerequisite object (their install-strategy annotations change),
 // 84 writes of which 19 are large CRDs; one at a time, the API server's latency
 // alone holds the virt-handler canary back by seconds. Kinds keep their order
@@ -59,23 +59,22 @@ func (ap *Applier) applyConcurrently(ctx context.Context, actions []Action, work
 	return gens, nil
 }
 
-// groupByKind splits actions by kind, kinds in order of first appearance and
-// actions in their order within a kind. OpNone actions are left out.
+// groupByKind splits actions into runs of one kind, in their order (Steps lists
+// a step's objects kind by kind; a kind may come twice, as the Secrets do: CAs
+// before the bundles, leaves after). OpNone actions are left out.
 func groupByKind(actions []Action) [][]Action {
-	index := map[string]int{}
 	var out [][]Action
+	last := ""
 	for _, a := range actions {
 		if a.Op == OpNone {
 			continue
 		}
 		kind := RefOf(a.Object).Kind
-		i, ok := index[kind]
-		if !ok {
-			i = len(out)
-			index[kind] = i
+		if len(out) == 0 || kind != last {
 			out = append(out, nil)
+			last = kind
 		}
-		out[i] = append(out[i], a)
+		out[len(out)-1] = append(out[len(out)-1], a)
 	}
 	return out
 }

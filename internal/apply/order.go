@@ -4,9 +4,11 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/virt-operator/virt-operator/internal/certs"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
@@ -66,8 +68,9 @@ type Step struct {
 // Steps orders the (desired) strategy for path. Every object appears in exactly
 // one step; empty steps are left out. The prerequisites come first on both
 // paths: CRDs, RBAC (ServiceAccounts, ClusterRoles, ClusterRoleBindings, Roles,
-// RoleBindings), SCCs, Services, certificate Secrets and CA ConfigMaps,
-// admission policies and webhooks, APIServices, Routes and monitoring. Then
+// RoleBindings), SCCs, Services, CA Secrets, ConfigMaps (the CA bundles),
+// admission policies and webhooks, APIServices, the other certificate Secrets,
+// Routes and monitoring. Then
 // the workloads by path; a Deployment's PodDisruptionBudget follows it. The
 // controllers step holds virt-controller, virt-exportproxy,
 // virt-synchronization-controller and any other Deployment except virt-api (the
@@ -82,13 +85,18 @@ func Steps(s *strategy.Strategy, path Path) []Step {
 	pre = appendObjs(pre, s.RoleBindings)
 	pre = appendObjs(pre, s.SecurityContextConstraints)
 	pre = appendObjs(pre, s.Services)
-	pre = appendObjs(pre, s.Secrets)
+	// Certificates in trust order, so a CA rotation never has a leaf signed by a
+	// CA that its clients do not trust yet: CAs, then the bundles and the
+	// webhooks and APIServices that carry them, then the leaves.
+	caSecrets, leafSecrets := splitCASecrets(s.Secrets)
+	pre = appendObjs(pre, caSecrets)
 	pre = appendObjs(pre, s.ConfigMaps)
 	pre = appendObjs(pre, s.ValidatingAdmissionPolicies)
 	pre = appendObjs(pre, s.ValidatingAdmissionPolicyBindings)
 	pre = appendObjs(pre, s.ValidatingWebhookConfigurations)
 	pre = appendObjs(pre, s.MutatingWebhookConfigurations)
 	pre = appendObjs(pre, s.APIServices)
+	pre = appendObjs(pre, leafSecrets)
 	pre = appendObjs(pre, s.Routes)
 	pre = appendObjs(pre, s.ServiceMonitors)
 	pre = appendObjs(pre, s.PrometheusRules)
@@ -126,6 +134,18 @@ func Steps(s *strategy.Strategy, path Path) []Step {
 		}
 	}
 	return out
+}
+
+// splitCASecrets separates the CA Secrets from the others, keeping their order.
+func splitCASecrets(secrets []*corev1.Secret) (cas, leaves []*corev1.Secret) {
+	for _, sec := range secrets {
+		if certs.IsCAName(sec.Name) {
+			cas = append(cas, sec)
+		} else {
+			leaves = append(leaves, sec)
+		}
+	}
+	return cas, leaves
 }
 
 func appendObjs[T client.Object](out []client.Object, objs []T) []client.Object {

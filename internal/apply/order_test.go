@@ -4,8 +4,12 @@ import (
 	"reflect"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/virt-operator/virt-operator/internal/metadata"
@@ -222,5 +226,40 @@ func TestStepRolledOver(t *testing.T) {
 	}
 	if d, _ := step.Workloads(); len(d) != 1 {
 		t.Errorf("workloads %v", d)
+	}
+}
+
+// Certificates are written in trust order: the CA Secrets, then the CA
+// bundles and the webhooks and APIServices carrying them, then the leaves.
+func TestPrerequisitesWriteCertificatesInTrustOrder(t *testing.T) {
+	s := &strategy.Strategy{}
+	secret := func(name string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	}
+	for _, o := range []client.Object{
+		secret("kubevirt-virt-api-certs"), secret("kubevirt-ca"), secret("kubevirt-export-ca"), configMap("kubevirt-ca"),
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "virt-api-validator"}},
+		&apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1.subresources.kubevirt.io"}},
+	} {
+		if err := s.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, o := range Steps(s, Upgrade)[0].Objects {
+		got = append(got, RefOf(o).Kind+"/"+o.GetName())
+	}
+	want := []string{"Secret/kubevirt-ca", "Secret/kubevirt-export-ca", "ConfigMap/kubevirt-ca",
+		"ValidatingWebhookConfiguration/virt-api-validator", "APIService/v1.subresources.kubevirt.io", "Secret/kubevirt-virt-api-certs"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("prerequisites %v, want %v", got, want)
+	}
+	// The two runs of Secrets stay two runs when written.
+	var runs []string
+	for _, g := range groupByKind(Plan(Steps(s, Upgrade)[0].Objects, nil, nil)) {
+		runs = append(runs, RefOf(g[0].Object).Kind)
+	}
+	if want := []string{"Secret", "ConfigMap", "ValidatingWebhookConfiguration", "APIService", "Secret"}; !reflect.DeepEqual(runs, want) {
+		t.Fatalf("write runs %v, want %v", runs, want)
 	}
 }
