@@ -25,6 +25,15 @@ func metadataDrift(desired, live client.Object) string {
 	return ""
 }
 
+func bytesSubset(want, have map[string][]byte) bool {
+	for k, v := range want {
+		if hv, ok := have[k]; !ok || string(hv) != string(v) {
+			return false
+		}
+	}
+	return true
+}
+
 func subset(want, have map[string]string) bool {
 	for k, v := range want {
 		if hv, ok := have[k]; !ok || hv != v {
@@ -66,13 +75,15 @@ func ownedFieldsDrift(desired, live client.Object) string {
 	case *corev1.Service:
 		return serviceDrift(d, live.(*corev1.Service))
 	case *corev1.ConfigMap:
+		// Our keys only: server-side apply keeps keys another manager added, so
+		// counting them as drift would make every reconcile write again.
 		l := live.(*corev1.ConfigMap)
-		if (d.Data != nil || d.BinaryData != nil) && (!eq(d.Data, l.Data) || !eq(d.BinaryData, l.BinaryData)) {
+		if !subset(d.Data, l.Data) || !bytesSubset(d.BinaryData, l.BinaryData) {
 			return "data edited"
 		}
 	case *corev1.Secret:
 		// Certificate data is managed by rotation; compared only when we set it.
-		if l := live.(*corev1.Secret); d.Data != nil && !eq(d.Data, l.Data) {
+		if l := live.(*corev1.Secret); !bytesSubset(d.Data, l.Data) {
 			return "data edited"
 		}
 	case *corev1.ServiceAccount:
@@ -126,10 +137,12 @@ func normSubjects(in []rbacv1.Subject) []rbacv1.Subject {
 	return out
 }
 
-// serviceDrift compares type, selector, ports and the fields we set explicitly.
-// clusterIP and type changes are handled by needsRecreate.
+// serviceDrift compares the selector keys, the ports and the fields we set.
+// Only what we set counts: server-side apply keeps selector keys and ports
+// (keyed by port and protocol) another manager added, and fields of our ports
+// we leave empty. clusterIP and type changes are handled by needsRecreate.
 func serviceDrift(d, l *corev1.Service) string {
-	if !equality.Semantic.DeepEqual(d.Spec.Selector, l.Spec.Selector) {
+	if !subset(d.Spec.Selector, l.Spec.Selector) {
 		return "selector edited"
 	}
 	if d.Spec.PublishNotReadyAddresses != l.Spec.PublishNotReadyAddresses {
@@ -138,19 +151,37 @@ func serviceDrift(d, l *corev1.Service) string {
 	if d.Spec.SessionAffinity != "" && d.Spec.SessionAffinity != l.Spec.SessionAffinity {
 		return "sessionAffinity edited"
 	}
-	if len(d.Spec.Ports) != len(l.Spec.Ports) {
-		return "ports edited"
+	live := make(map[portKey]corev1.ServicePort, len(l.Spec.Ports))
+	for _, p := range l.Spec.Ports {
+		p = normPort(p)
+		live[portKey{p.Port, p.Protocol}] = p
 	}
-	for i := range d.Spec.Ports {
-		dp, lp := normPort(d.Spec.Ports[i]), normPort(l.Spec.Ports[i])
-		if d.Spec.Ports[i].NodePort == 0 {
-			lp.NodePort = 0 // allocated by the server
+	for _, p := range d.Spec.Ports {
+		want := normPort(p)
+		have, ok := live[portKey{want.Port, want.Protocol}]
+		if !ok {
+			return "ports edited"
 		}
-		if !equality.Semantic.DeepEqual(dp, lp) {
+		if want.Name == "" {
+			have.Name = ""
+		}
+		if want.NodePort == 0 {
+			have.NodePort = 0 // allocated by the server
+		}
+		if want.AppProtocol == nil {
+			have.AppProtocol = nil
+		}
+		if !equality.Semantic.DeepEqual(want, have) {
 			return "ports edited"
 		}
 	}
 	return ""
+}
+
+// portKey is how server-side apply tells a Service's ports apart.
+type portKey struct {
+	port     int32
+	protocol corev1.Protocol
 }
 
 func normPort(p corev1.ServicePort) corev1.ServicePort {

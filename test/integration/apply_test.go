@@ -199,6 +199,32 @@ func TestApplyEngineConvergesWithoutWritesAtRest(t *testing.T) {
 		t.Errorf("after the reverts: %d writes, want none at rest", n)
 	}
 
+	// Another manager's additions to maps and keyed lists (a ConfigMap key, a
+	// Service port) stay under server-side apply: they are not drift, or every
+	// reconcile would write again.
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kubevirt-ca"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["added-by-someone-else"] = "theirs"
+	if err := k8s.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{}
+	if err := k8s.Get(ctx, key, svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "theirs", Port: 9999, Protocol: corev1.ProtocolTCP})
+	svc.Spec.Ports[0].Name = "https"
+	if err := k8s.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if n := h.reconcile(ctx, desired); n != 0 {
+			t.Errorf("pass %d after another manager's additions: %d writes, want none", i+1, n)
+		}
+	}
+
 	// Drop the ConfigMap from the strategy: it becomes the only orphan of ours.
 	smaller := *desired
 	smaller.ConfigMaps = nil
