@@ -108,6 +108,13 @@ type HandlerRolloutPolicy struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+	// MaxCrashing is how many updated pods may crash once the canary has baked
+	// before the rollout fails and rolls back: a count, or a percentage of the
+	// desired pods (at least one pod), default 10%. During the canary any crash
+	// fails it. 0 fails on any crash in every phase.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:Pattern=`^([0-9]+|([0-9]|[1-9][0-9]|100)%)$`
+	MaxCrashing *intstr.IntOrString `json:"maxCrashing,omitempty"`
 }
 
 // WorkloadUpdateMethod is one way to move a VMI onto new components.

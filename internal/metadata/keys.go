@@ -24,6 +24,10 @@ const (
 	// WebhookCertificateSecretAnnotation names a webhook's serving-certificate secret.
 	WebhookCertificateSecretAnnotation = "certificates.kubevirt.io/secret"
 
+	// RetryHandlerRolloutAnnotation on the KubeVirt CR retries a Failed
+	// virt-handler rollout to the same target (any value); the operator removes it.
+	RetryHandlerRolloutAnnotation = "kubevirt.io/virt-operator-retry-handler-rollout"
+
 	// RequiredSCCAnnotation pins the OpenShift SCC of a pod template.
 	RequiredSCCAnnotation = "openshift.io/required-scc"
 	RequiredSCCRestricted = "restricted-v2"    // virt-api and related components

@@ -71,9 +71,12 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 	if pl.st.TargetID == "" {
 		pl.st.TargetID = obs.Target.ID
 	}
-	if pod := pl.v.firstCrash(pl.st.StartedAt); pod != nil {
-		pl.fail(pod)
-		return pl.finish(), nil
+	if crashed := pl.v.crashesSince(pl.st.StartedAt); len(crashed) > 0 {
+		if !pl.st.Phase.widened() || len(crashed) > pl.p.AllowedCrashes(pl.v.desired) {
+			pl.fail(crashed[0], len(crashed))
+			return pl.finish(), nil
+		}
+		pl.tolerated = crashed
 	}
 	if pl.v.updated > pl.v.desired {
 		d := pl.hold()
@@ -101,6 +104,8 @@ type planner struct {
 	d         Decision
 	restarted bool // SpecChanged began a new rollout
 	recheck   bool // re-checking a Successful rollout (unknown generation)
+	// tolerated are crashed updated pods within Policy.AllowedCrashes (after the widening).
+	tolerated []*corev1.Pod
 }
 
 // maxTransitionsInOne bounds the phases one Plan may pass through.
@@ -140,6 +145,11 @@ func (pl *planner) step() Phase {
 	case PhaseWaiting:
 		pl.d.UpdateStrategy = RollingUpdate(pl.p.FastStep)
 		pl.st.Message = fmt.Sprintf("%d of %d pods updated and ready", pl.v.updatedReady, pl.v.desired)
+		if n := len(pl.tolerated); n > 0 {
+			pod := pl.tolerated[0]
+			pl.st.Message += fmt.Sprintf("; %d updated pods crashed, %d tolerated after the canary (first: %s on node %s)",
+				n, pl.p.AllowedCrashes(pl.v.desired), pod.Name, pod.Spec.NodeName)
+		}
 		if pl.v.allDone() {
 			return PhaseSuccessful
 		}
@@ -168,11 +178,16 @@ func (pl *planner) started() Phase {
 	return PhaseStarted
 }
 
-// fail ends the rollout on the first crashed updated pod.
-func (pl *planner) fail(pod *corev1.Pod) {
+// fail ends the rollout, naming the first of the crashed updated pods.
+func (pl *planner) fail(pod *corev1.Pod, crashed int) {
+	widened := pl.st.Phase.widened()
 	pl.st.Phase = PhaseFailed
 	pl.st.BakedSince = time.Time{}
 	pl.st.Message = fmt.Sprintf("daemonSet %s rollout failed: pod %s on node %s crashed (%s); rolling back",
 		pl.obs.DaemonSet.Name, pod.Name, pod.Spec.NodeName, restartSummary(pod))
+	if widened {
+		pl.st.Message = fmt.Sprintf("daemonSet %s rollout failed: %d updated pods crashed, more than the %d tolerated after the canary; the first, pod %s on node %s (%s); rolling back",
+			pl.obs.DaemonSet.Name, crashed, pl.p.AllowedCrashes(pl.v.desired), pod.Name, pod.Spec.NodeName, restartSummary(pod))
+	}
 	pl.d.Event = &Event{Type: EventTypeWarning, Reason: ReasonFailedUpdate, Message: pl.st.Message}
 }

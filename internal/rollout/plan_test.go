@@ -78,8 +78,10 @@ func TestPlanTransitions(t *testing.T) {
 			nil, want{phase: PhaseWaiting, strategy: "maxUnavailable 10%", requeue: 10*time.Minute - 50*time.Second}},
 		{"completes the rollout", Observation{DaemonSet: daemonSet(newTgt, fast(), 2), Pods: pods(newTgt, 0, 2), Previous: state(PhaseWaiting, now, "node-0")},
 			nil, want{phase: PhaseSuccessful, strategy: "maxUnavailable 1", record: true, done: true, event: "HandlerRolloutSuccessful"}},
-		{"a crash after widening fails too", Observation{DaemonSet: daemonSet(newTgt, fast(), 3), Pods: with(pods(newTgt, 0, 1), pod("node-1", newTgt, at(10), restarted(1)), pod("node-2", oldTgt, t0)), Previous: state(PhaseWaiting, now, "node-0")},
-			nil, want{phase: PhaseFailed, strategy: "maxUnavailable 1", rollback: true, event: ReasonFailedUpdate, degraded: "virt-handler-new-node-1 on node node-1"}},
+		{"one crash after widening is tolerated and named", Observation{DaemonSet: daemonSet(newTgt, fast(), 3), Pods: with(pods(newTgt, 0, 1), pod("node-1", newTgt, at(10), restarted(1)), pod("node-2", oldTgt, t0)), Previous: state(PhaseWaiting, now, "node-0")},
+			nil, want{phase: PhaseWaiting, strategy: "maxUnavailable 10%", requeue: 10 * time.Minute}},
+		{"more crashes after widening than tolerated fail", Observation{DaemonSet: daemonSet(newTgt, fast(), 3), Pods: with(pods(newTgt, 0, 1), pod("node-1", newTgt, at(10), restarted(1)), pod("node-2", newTgt, at(10), restarted(2))), Previous: state(PhaseWaiting, now, "node-0")},
+			nil, want{phase: PhaseFailed, strategy: "maxUnavailable 1", rollback: true, event: ReasonFailedUpdate, degraded: "2 updated pods crashed, more than the 1 tolerated after the canary; the first, pod virt-handler-new-node-1 on node node-1"}},
 		{"a one-node cluster succeeds straight after the bake", Observation{DaemonSet: oneNode, Pods: pods(newTgt, 0, 1), Previous: state(PhaseCanary, now, "node-0")},
 			nil, want{phase: PhaseSuccessful, strategy: "maxUnavailable 1", record: true, done: true, event: "HandlerRolloutSuccessful", canaryPod: "virt-handler-new-node-0"}},
 		{"unknown generation with an up-to-date spec does not restart the canary", Observation{DaemonSet: newDefault, Pods: pods(newTgt, 0, 2), GenerationUnknown: true, Previous: state(PhaseSuccessful, t0)},
@@ -208,5 +210,62 @@ func TestPolicyFromSpec(t *testing.T) {
 	}
 	if _, err := PolicyFrom(&apiv1.HandlerRolloutPolicy{ProgressDeadline: &metav1.Duration{Duration: time.Second}}); err == nil || !strings.Contains(err.Error(), "progressDeadline") {
 		t.Fatalf("a deadline shorter than the bake gave %v", err)
+	}
+	for _, bad := range []intstr.IntOrString{intstr.FromString("150%"), intstr.FromString("many"), intstr.FromInt32(-1)} {
+		if _, err := PolicyFrom(&apiv1.HandlerRolloutPolicy{MaxCrashing: &bad}); err == nil || !strings.Contains(err.Error(), "spec.handlerRollout: maxCrashing") {
+			t.Errorf("maxCrashing %s gave %v", bad.String(), err)
+		}
+	}
+	three := intstr.FromInt32(3)
+	if p, err := PolicyFrom(&apiv1.HandlerRolloutPolicy{MaxCrashing: &three}); err != nil || p.MaxCrashing != three {
+		t.Fatalf("maxCrashing 3: %+v, %v", p, err)
+	}
+}
+
+// After the widening a crash within Policy.AllowedCrashes holds nothing back
+// and is named in the status message; during the canary any crash fails.
+func TestCrashesAfterTheWidening(t *testing.T) {
+	now := at(100)
+	tolerated := Observation{DaemonSet: daemonSet(newTgt, fast(), 3), Now: now, Target: newTgt,
+		Pods:     with(pods(newTgt, 0, 1), pod("node-1", newTgt, at(10), restarted(1)), pod("node-2", oldTgt, t0)),
+		Previous: state(PhaseWaiting, now, "node-0")}
+	d, err := Plan(tolerated, DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Phase != PhaseWaiting || !strings.Contains(d.Status.Message, "1 updated pods crashed, 1 tolerated after the canary (first: virt-handler-new-node-1 on node node-1)") {
+		t.Fatalf("phase %s, message %q", d.Phase, d.Status.Message)
+	}
+	strict := DefaultPolicy()
+	strict.MaxCrashing = intstr.FromInt32(0)
+	if d, _ := Plan(tolerated, strict); d.Phase != PhaseFailed {
+		t.Fatalf("maxCrashing 0: phase %s, want Failed", d.Phase)
+	}
+	canary := Observation{DaemonSet: daemonSet(newTgt, OnDelete(), 3), Now: now, Target: newTgt,
+		Pods:     with(pods(oldTgt, 1, 3), pod("node-0", newTgt, at(10), restarted(1))),
+		Previous: state(PhaseCanary, now, "node-0")}
+	if d, _ := Plan(canary, DefaultPolicy()); d.Phase != PhaseFailed {
+		t.Fatalf("a crashing canary: phase %s, want Failed", d.Phase)
+	}
+}
+
+func TestAllowedCrashes(t *testing.T) {
+	for _, tc := range []struct {
+		max     intstr.IntOrString
+		desired int32
+		want    int
+	}{
+		{intstr.FromString("10%"), 3, 1},  // at least one pod
+		{intstr.FromString("10%"), 20, 2}, // rounded down
+		{intstr.FromString("10%"), 1000, 100},
+		{intstr.FromString("0%"), 1000, 1}, // a percentage is at least one pod
+		{intstr.FromInt32(0), 1000, 0},     // a count of 0 is strict
+		{intstr.FromInt32(5), 3, 5},
+	} {
+		p := DefaultPolicy()
+		p.MaxCrashing = tc.max
+		if got := p.AllowedCrashes(tc.desired); got != tc.want {
+			t.Errorf("%s of %d: %d, want %d", tc.max.String(), tc.desired, got, tc.want)
+		}
 	}
 }

@@ -31,6 +31,16 @@ func (p Phase) Active() bool {
 	return false
 }
 
+// widened reports whether the canary has baked and the rollout has gone past
+// it: from here on a crash is judged against Policy.AllowedCrashes.
+func (p Phase) widened() bool {
+	switch p {
+	case PhaseIncreasing, PhaseWaiting, PhaseSuccessful:
+		return true
+	}
+	return false
+}
+
 // Policy tunes the rollout. The zero value is invalid; start from DefaultPolicy.
 type Policy struct {
 	// CanarySize is how many pods are updated, and must bake, before the rollout widens.
@@ -41,6 +51,22 @@ type Policy struct {
 	BakeTime time.Duration
 	// PhaseDeadline is how long a phase may last before the Decision reports Degraded.
 	PhaseDeadline time.Duration
+	// MaxCrashing is how many updated pods may crash after the canary has baked
+	// (a count, or a percentage of the desired pods that is at least one pod).
+	MaxCrashing intstr.IntOrString
+}
+
+// AllowedCrashes is how many crashed updated pods the rollout tolerates once
+// the canary has baked, for desired pods: a node reboot must not roll the fleet back.
+func (p Policy) AllowedCrashes(desired int32) int {
+	if p.MaxCrashing.Type == intstr.Int {
+		return int(p.MaxCrashing.IntVal)
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&p.MaxCrashing, int(desired), false)
+	if err != nil {
+		return 0
+	}
+	return max(n, 1)
 }
 
 // DefaultBakeTime is 10 s. A bad virt-handler typically passes its readiness
@@ -59,6 +85,7 @@ func DefaultPolicy() Policy {
 		FastStep:      intstr.FromString("10%"),
 		BakeTime:      DefaultBakeTime,
 		PhaseDeadline: 10 * time.Minute,
+		MaxCrashing:   intstr.FromString("10%"),
 	}
 }
 
@@ -82,6 +109,9 @@ func (p Policy) Validate() error {
 	default:
 		return fmt.Errorf("fastStep: unknown type %d", p.FastStep.Type)
 	}
+	if err := validateMaxCrashing(p.MaxCrashing); err != nil {
+		return err
+	}
 	if p.BakeTime < 0 {
 		return fmt.Errorf("bakeTime: must not be negative, got %s", p.BakeTime)
 	}
@@ -90,6 +120,21 @@ func (p Policy) Validate() error {
 	}
 	if p.PhaseDeadline <= p.BakeTime {
 		return fmt.Errorf("progressDeadline: must exceed bakeTime (%s), got %s", p.BakeTime, p.PhaseDeadline)
+	}
+	return nil
+}
+
+func validateMaxCrashing(v intstr.IntOrString) error {
+	switch v.Type {
+	case intstr.Int:
+		if v.IntVal < 0 {
+			return fmt.Errorf("maxCrashing: must not be negative, got %d", v.IntVal)
+		}
+	case intstr.String:
+		var pct int
+		if n, _ := fmt.Sscanf(v.StrVal, "%d%%", &pct); n < 1 || v.StrVal != fmt.Sprintf("%d%%", pct) || pct < 0 || pct > 100 {
+			return fmt.Errorf("maxCrashing: must be a pod count or a percentage from 0%% to 100%%, got %q", v.StrVal)
+		}
 	}
 	return nil
 }
@@ -162,6 +207,9 @@ func PolicyFrom(spec *apiv1.HandlerRolloutPolicy) (Policy, error) {
 		}
 		if spec.ProgressDeadline != nil {
 			p.PhaseDeadline = spec.ProgressDeadline.Duration
+		}
+		if spec.MaxCrashing != nil {
+			p.MaxCrashing = *spec.MaxCrashing
 		}
 	}
 	if err := p.Validate(); err != nil {

@@ -131,17 +131,18 @@ func newView(obs Observation) view {
 // may have been created (API server clock) and still belong to the rollout.
 const clockSkew = 30 * time.Second
 
-// firstCrash is the first crash-looping updated pod created for this rollout. A
-// pod created before the rollout started (restartCount never resets) is judged by
-// the rollout that created it, so an old restart never fails a later rollout. A
-// pod without a creation time is judged.
-func (v view) firstCrash(startedAt time.Time) *corev1.Pod {
+// crashesSince are the crash-looping updated pods created for this rollout,
+// by name. A pod created before the rollout started (restartCount never
+// resets) is judged by the rollout that created it, so an old restart never
+// fails a later rollout. A pod without a creation time is judged.
+func (v view) crashesSince(startedAt time.Time) []*corev1.Pod {
+	var out []*corev1.Pod
 	for _, pod := range v.crashed {
 		if c := pod.CreationTimestamp.Time; c.IsZero() || !c.Before(startedAt.Add(-clockSkew)) {
-			return pod
+			out = append(out, pod)
 		}
 	}
-	return nil
+	return out
 }
 
 // allDone: every desired pod is updated and ready, nothing old or terminating is

@@ -176,3 +176,51 @@ func TestFailingDeploymentWarnsOnce(t *testing.T) {
 	default:
 	}
 }
+
+// The retry annotation restarts only a rollout that failed for this target,
+// and is removed once honoured.
+func TestRetryHandlerRollout(t *testing.T) {
+	target := metadata.Target{Version: "v1.9.1", ID: "new"}
+	annotated := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt",
+		Annotations: map[string]string{metadata.RetryHandlerRolloutAnnotation: "now", "keep": "me"}}}
+	for _, tc := range []struct {
+		name  string
+		kv    *v1.KubeVirt
+		state *rollout.State
+		want  bool
+	}{
+		{"failed for this target", annotated, &rollout.State{Phase: rollout.PhaseFailed, TargetID: "new"}, true},
+		{"failed for an earlier target", annotated, &rollout.State{Phase: rollout.PhaseFailed, TargetID: "old"}, false},
+		{"not failed", annotated, &rollout.State{Phase: rollout.PhaseCanary, TargetID: "new"}, false},
+		{"no rollout", annotated, nil, false},
+		{"not asked", &v1.KubeVirt{}, &rollout.State{Phase: rollout.PhaseFailed, TargetID: "new"}, false},
+	} {
+		if got := retryRequested(tc.kv, tc.state, target); got != tc.want {
+			t.Errorf("%s: retry %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(annotated.DeepCopy()).WithStatusSubresource(&v1.KubeVirt{}).Build()
+	kv := &v1.KubeVirt{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(annotated), kv); err != nil {
+		t.Fatal(err)
+	}
+	kv.Status.TargetDeploymentID = "computed in this pass"
+	if err := (&Reconciler{Client: c}).clearRetryAnnotation(context.Background(), kv); err != nil {
+		t.Fatal(err)
+	}
+	stored := &v1.KubeVirt{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(annotated), stored); err != nil {
+		t.Fatal(err)
+	}
+	if _, left := stored.Annotations[metadata.RetryHandlerRolloutAnnotation]; left || stored.Annotations["keep"] != "me" {
+		t.Fatalf("stored annotations %v: want the retry request gone, the rest kept", stored.Annotations)
+	}
+	if kv.Status.TargetDeploymentID != "computed in this pass" || kv.ResourceVersion != stored.ResourceVersion {
+		t.Fatalf("in memory: status %q, resourceVersion %s (stored %s)", kv.Status.TargetDeploymentID, kv.ResourceVersion, stored.ResourceVersion)
+	}
+}

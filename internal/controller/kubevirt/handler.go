@@ -74,6 +74,13 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 	if stored != nil {
 		state = rollout.StateFromStatus(stored, stored.TargetID)
 	}
+	if retryRequested(kv, state, target) {
+		if err := r.clearRetryAnnotation(ctx, kv); err != nil {
+			return handlerOutcome{}, err
+		}
+		r.event(kv, "HandlerRolloutRetried", "HandlerRollout", "retrying the failed virt-handler rollout to "+target.Version+" from the canary, as "+metadata.RetryHandlerRolloutAnnotation+" asks")
+		state = nil // the rolled-back DaemonSet differs from the target: a new rollout starts
+	}
 	want := action.Object.(*appsv1.DaemonSet)
 	obs := rollout.Observation{
 		DaemonSet:         liveDS,
@@ -121,6 +128,26 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		message = noRollbackMessage(message)
 	}
 	return handlerOutcome{Done: done, RequeueAfter: minPositive(d.RequeueAfter, heldFor), Reason: reason, Message: message}, nil
+}
+
+// retryRequested: the CR asks to retry a rollout that failed for this target.
+func retryRequested(kv *v1.KubeVirt, state *rollout.State, target metadata.Target) bool {
+	_, asked := kv.Annotations[metadata.RetryHandlerRolloutAnnotation]
+	return asked && state != nil && state.Phase == rollout.PhaseFailed && state.TargetID == target.ID
+}
+
+// clearRetryAnnotation removes the retry request, from a copy with an
+// optimistic lock (the response must not replace this pass's status): a
+// request is honoured once.
+func (r *Reconciler) clearRetryAnnotation(ctx context.Context, kv *v1.KubeVirt) error {
+	obj := kv.DeepCopy()
+	patch := client.MergeFromWithOptions(kv.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	delete(obj.Annotations, metadata.RetryHandlerRolloutAnnotation)
+	if err := r.Client.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("removing %s: %w", metadata.RetryHandlerRolloutAnnotation, err)
+	}
+	kv.Annotations, kv.ResourceVersion = obj.Annotations, obj.ResourceVersion
+	return nil
 }
 
 // handlerOutcome is where one virt-handler DaemonSet's rollout stands.

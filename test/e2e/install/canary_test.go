@@ -252,6 +252,25 @@ func TestHandlerCanary(t *testing.T) {
 		if e.failedUpdateSince(start, "virt-handler-") == "" {
 			t.Fatal("no Warning event FailedUpdate naming the node and the virt-handler pod")
 		}
+
+		// A retry of the same target, without changing it: the canary runs again,
+		// and fails again (the image still crashes); the request is used up.
+		failedStart := kv.Status.HandlerRollout.StartedAt.Time
+		retry := kv.DeepCopy()
+		if retry.Annotations == nil {
+			retry.Annotations = map[string]string{}
+		}
+		retry.Annotations[metadata.RetryHandlerRolloutAnnotation] = "now"
+		if err := e.c.Patch(ctx, retry, client.MergeFrom(kv)); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually("the retried rollout failed again at its canary", 2*time.Minute, func() (bool, error) {
+			kv := e.kubeVirt()
+			p := kv.Status.HandlerRollout
+			_, asked := kv.Annotations[metadata.RetryHandlerRolloutAnnotation]
+			return !asked && p != nil && p.TargetID == kv.Status.TargetDeploymentID && p.Phase == string(rollout.PhaseFailed) &&
+				p.StartedAt != nil && p.StartedAt.After(failedStart), nil
+		})
 	})
 
 	t.Run("TLS flags the target drops are kept until the rollout has succeeded", func(t *testing.T) {
