@@ -74,12 +74,16 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 	if stored != nil {
 		state = rollout.StateFromStatus(stored, stored.TargetID)
 	}
-	if retryRequested(kv, state, target) {
+	retry := retryRequested(kv, state, target)
+	if retry {
 		if err := r.clearRetryAnnotation(ctx, kv); err != nil {
 			return handlerOutcome{}, err
 		}
 		r.event(kv, "HandlerRolloutRetried", "HandlerRollout", "retrying the failed virt-handler rollout to "+target.Version+" from the canary, as "+metadata.RetryHandlerRolloutAnnotation+" asks")
-		state = nil // the rolled-back DaemonSet differs from the target: a new rollout starts
+		// A new rollout from Started: the rolled-back DaemonSet carries the
+		// target's hash (the rollback rewrote only its template), so the change
+		// is declared rather than detected.
+		state = nil
 	}
 	want := action.Object.(*appsv1.DaemonSet)
 	obs := rollout.Observation{
@@ -87,7 +91,7 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		Pods:              pods.Items,
 		Target:            target,
 		Previous:          state,
-		SpecChanged:       liveDS.Annotations[apply.DesiredHashAnnotation] != want.Annotations[apply.DesiredHashAnnotation],
+		SpecChanged:       retry || liveDS.Annotations[apply.DesiredHashAnnotation] != want.Annotations[apply.DesiredHashAnnotation],
 		GenerationUnknown: recordedGeneration(kv.Status.Generations, liveDS) != liveDS.Generation,
 		Now:               r.Clock.Now(),
 	}
