@@ -104,7 +104,8 @@ type HandlerRolloutPolicy struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	BakeTime *metav1.Duration `json:"bakeTime,omitempty"`
-	// ProgressDeadline is how long one phase may last before Degraded says where it is stuck (default 10m).
+	// ProgressDeadline is how long the rollout may go without a pod newly updated or ready before
+	// Degraded says where it is stuck (default 10m).
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
@@ -381,7 +382,11 @@ type HandlerRolloutStatus struct {
 	CanaryNode    string       `json:"canaryNode,omitempty"`
 	StartedAt     *metav1.Time `json:"startedAt,omitempty"`
 	PhaseChangeAt *metav1.Time `json:"phaseChangeAt,omitempty"`
-	Message       string       `json:"message,omitempty"`
+	// LastProgressAt is when more pods last got updated or ready (or the phase
+	// changed); progressDeadline counts from it, so a slow healthy rollout is
+	// never called stuck.
+	LastProgressAt *metav1.Time `json:"lastProgressAt,omitempty"`
+	Message        string       `json:"message,omitempty"`
 	// TargetID is the deployment ID this rollout goes to; a Failed rollout
 	// holds for it until the target changes.
 	TargetID string `json:"targetID,omitempty"`

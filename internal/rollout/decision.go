@@ -81,10 +81,14 @@ func (pl *planner) finish() Decision {
 	if st.PhaseChangeAt.IsZero() {
 		st.PhaseChangeAt = now
 	}
+	if changed || st.ProgressAt.IsZero() || pl.v.updated > pl.prev.Updated || pl.v.updatedReady > pl.prev.Ready {
+		st.ProgressAt = now
+	}
+	st.Updated, st.Ready = pl.v.updated, pl.v.updatedReady
 	if st.Phase.Active() {
-		in := now.Sub(st.PhaseChangeAt)
+		in := now.Sub(st.ProgressAt)
 		if in >= pl.p.PhaseDeadline {
-			d.Degraded = fmt.Sprintf("virt-handler rollout stuck in phase %s for %s: %s",
+			d.Degraded = fmt.Sprintf("virt-handler rollout stuck in phase %s: no progress for %s: %s",
 				st.Phase, in.Round(time.Second), st.Message)
 		} else if left := pl.p.PhaseDeadline - in; d.RequeueAfter == 0 || left < d.RequeueAfter {
 			d.RequeueAfter = left
@@ -101,14 +105,15 @@ func (pl *planner) status(st State) *apiv1.HandlerRolloutStatus {
 		return nil
 	}
 	return &apiv1.HandlerRolloutStatus{
-		Phase:         string(st.Phase),
-		DesiredPods:   pl.v.desired,
-		UpdatedPods:   pl.v.updated,
-		ReadyPods:     pl.v.updatedReady,
-		CanaryPod:     strings.Join(st.CanaryPods, ","),
-		CanaryNode:    strings.Join(st.CanaryNodes, ","),
-		StartedAt:     timePtr(st.StartedAt),
-		PhaseChangeAt: timePtr(st.PhaseChangeAt),
-		Message:       st.Message,
+		Phase:          string(st.Phase),
+		DesiredPods:    pl.v.desired,
+		UpdatedPods:    pl.v.updated,
+		ReadyPods:      pl.v.updatedReady,
+		CanaryPod:      strings.Join(st.CanaryPods, ","),
+		CanaryNode:     strings.Join(st.CanaryNodes, ","),
+		StartedAt:      timePtr(st.StartedAt),
+		PhaseChangeAt:  timePtr(st.PhaseChangeAt),
+		LastProgressAt: timePtr(st.ProgressAt),
+		Message:        st.Message,
 	}
 }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -92,6 +93,10 @@ func with(ps []corev1.Pod, more ...corev1.Pod) []corev1.Pod {
 	return append(append([]corev1.Pod(nil), ps...), more...)
 }
 
+// state is a stored state whose last progress was its phase change, with
+// counts no observation exceeds (so no pass counts as progress unless a test
+// sets Updated and Ready).
 func state(ph Phase, changed time.Time, canary ...string) *State {
-	return &State{Phase: ph, TargetID: newTgt.ID, CanaryNodes: canary, StartedAt: t0, PhaseChangeAt: changed}
+	return &State{Phase: ph, TargetID: newTgt.ID, CanaryNodes: canary, StartedAt: t0, PhaseChangeAt: changed,
+		ProgressAt: changed, Updated: math.MaxInt32, Ready: math.MaxInt32}
 }

@@ -112,7 +112,7 @@ func TestPlanTransitions(t *testing.T) {
 		{"a metadata-only change mid-canary keeps the canary and judges it", Observation{DaemonSet: daemonSet(newTgt, OnDelete(), 2), Pods: canaryReadyAt(97, restarted(1), createdAt(t0.Add(-time.Hour))), SpecChanged: true, Previous: &State{Phase: PhaseCanary, TargetID: newTgt.ID, StartedAt: t0.Add(-2 * time.Hour), CanaryNodes: []string{"node-0"}}},
 			nil, want{phase: PhaseFailed, strategy: "maxUnavailable 1", rollback: true, event: ReasonFailedUpdate, degraded: "node-0"}},
 		{"a stuck canary reports Degraded", Observation{DaemonSet: newOnDelete, Pods: canaryReadyAt(0, notReady), Previous: state(PhaseCanary, now.Add(-11*time.Minute), "node-0")},
-			nil, want{phase: PhaseCanary, strategy: "OnDelete", degraded: "stuck in phase Canary for 11m0s: canary on node-0: waiting for canary pod virt-handler-new-node-0", canaryPod: "virt-handler-new-node-0"}},
+			nil, want{phase: PhaseCanary, strategy: "OnDelete", degraded: "stuck in phase Canary: no progress for 11m0s: canary on node-0: waiting for canary pod virt-handler-new-node-0", canaryPod: "virt-handler-new-node-0"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,5 +267,33 @@ func TestAllowedCrashes(t *testing.T) {
 		if got := p.AllowedCrashes(tc.desired); got != tc.want {
 			t.Errorf("%s of %d: %d, want %d", tc.max.String(), tc.desired, got, tc.want)
 		}
+	}
+}
+
+// The deadline counts from the last progress, not the phase change: a large
+// rollout still moving after longer than the deadline is not stuck; one that
+// stopped moving is.
+func TestProgressDeadlineCountsFromTheLastProgress(t *testing.T) {
+	p := DefaultPolicy()
+	start := at(0)
+	prev := &State{Phase: PhaseWaiting, TargetID: newTgt.ID, CanaryNodes: []string{"node-0"}, StartedAt: start,
+		PhaseChangeAt: start, ProgressAt: start.Add(10 * time.Minute), Updated: 5, Ready: 5}
+	moving := Observation{DaemonSet: daemonSet(newTgt, fast(), 10), Target: newTgt, Previous: prev,
+		Pods: with(pods(newTgt, 0, 6), pods(oldTgt, 6, 10)...), Now: start.Add(11 * time.Minute)}
+	d, err := Plan(moving, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Degraded != "" || !d.State.ProgressAt.Equal(moving.Now) || d.State.Updated != 6 {
+		t.Fatalf("a rollout that moved: degraded %q, progress at %s, updated %d", d.Degraded, d.State.ProgressAt, d.State.Updated)
+	}
+	if d.Status.LastProgressAt == nil || !d.Status.LastProgressAt.Time.Equal(moving.Now) {
+		t.Fatalf("status lastProgressAt %v, want %s", d.Status.LastProgressAt, moving.Now)
+	}
+	stalled := moving
+	stalled.Previous = &d.State
+	stalled.Now = moving.Now.Add(p.PhaseDeadline)
+	if d, _ := Plan(stalled, p); !strings.Contains(d.Degraded, "no progress for 10m0s") {
+		t.Fatalf("no progress for the deadline: degraded %q", d.Degraded)
 	}
 }

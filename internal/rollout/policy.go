@@ -49,7 +49,7 @@ type Policy struct {
 	FastStep intstr.IntOrString
 	// BakeTime is how long every canary pod must stay Ready with no restart.
 	BakeTime time.Duration
-	// PhaseDeadline is how long a phase may last before the Decision reports Degraded.
+	// PhaseDeadline is how long the rollout may go without progress before the Decision reports Degraded.
 	PhaseDeadline time.Duration
 	// MaxCrashing is how many updated pods may crash after the canary has baked
 	// (a count, or a percentage of the desired pods that is at least one pod).

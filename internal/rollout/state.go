@@ -26,8 +26,12 @@ type State struct {
 	CanaryPods    []string
 	StartedAt     time.Time
 	PhaseChangeAt time.Time
-	BakedSince    time.Time
-	Message       string
+	// ProgressAt is when more pods last got updated or ready, or the phase
+	// changed; the deadline counts from it. Updated and Ready are the counts then.
+	ProgressAt     time.Time
+	Updated, Ready int32
+	BakedSince     time.Time
+	Message        string
 }
 
 // Observation is everything Plan looks at.
@@ -62,6 +66,10 @@ func StateFromStatus(s *apiv1.HandlerRolloutStatus, targetID string) *State {
 	}
 	if s.PhaseChangeAt != nil {
 		st.PhaseChangeAt = s.PhaseChangeAt.Time
+	}
+	st.ProgressAt, st.Updated, st.Ready = st.PhaseChangeAt, s.UpdatedPods, s.ReadyPods
+	if s.LastProgressAt != nil {
+		st.ProgressAt = s.LastProgressAt.Time
 	}
 	return st
 }
