@@ -263,3 +263,19 @@ func TestPrerequisitesWriteCertificatesInTrustOrder(t *testing.T) {
 		t.Fatalf("write runs %v, want %v", runs, want)
 	}
 }
+
+// A node that is not Ready may hold its old, unready pod: the rollout it was
+// left out of still counts as rolled over, but only for that many pods.
+func TestDaemonSetRolledOverExceptLeftOutNodes(t *testing.T) {
+	ann := map[string]string{metadata.InstallStrategyVersionAnnotation: "v1", metadata.InstallStrategyRegistryAnnotation: "r", metadata.InstallStrategyIdentifierAnnotation: "id"}
+	ds := daemonSet(VirtHandler)
+	ds.Annotations, ds.Spec.Template.Annotations, ds.Generation = ann, ann, 2
+	ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 20, UpdatedNumberScheduled: 19, NumberReady: 19, NumberUnavailable: 1}
+	if DaemonSetRolledOverExcept(ds, target, 0) || !DaemonSetRolledOverExcept(ds, target, 1) {
+		t.Fatal("want rolled over with the one left-out node allowed, not without")
+	}
+	ds.Status.NumberReady, ds.Status.NumberUnavailable = 18, 2
+	if DaemonSetRolledOverExcept(ds, target, 1) {
+		t.Fatal("a second unready pod on a Ready node must hold the rollout")
+	}
+}

@@ -67,11 +67,17 @@ func DeploymentRolledOver(d *appsv1.Deployment, target metadata.Target) bool {
 // scheduled somewhere (as upstream: a DaemonSet on no node is not ready), and
 // every scheduled pod is updated and ready.
 func DaemonSetRolledOver(ds *appsv1.DaemonSet, target metadata.Target) bool {
+	return DaemonSetRolledOverExcept(ds, target, 0)
+}
+
+// DaemonSetRolledOverExcept is DaemonSetRolledOver with up to leftOut pods
+// (on nodes that are not Ready) neither updated nor ready.
+func DaemonSetRolledOverExcept(ds *appsv1.DaemonSet, target metadata.Target, leftOut int32) bool {
 	if ds == nil || !metadata.DaemonSetIsUpToDate(ds, target) || !metadata.IsUpToDate(&ds.Spec.Template, target) {
 		return false
 	}
 	st := ds.Status
 	return st.ObservedGeneration >= ds.Generation && st.DesiredNumberScheduled > 0 &&
-		st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
-		st.NumberReady == st.DesiredNumberScheduled && st.NumberUnavailable == 0
+		st.UpdatedNumberScheduled+leftOut >= st.DesiredNumberScheduled &&
+		st.NumberReady+leftOut >= st.DesiredNumberScheduled && st.NumberUnavailable <= leftOut
 }

@@ -47,6 +47,17 @@ func PodIsReady(pod *corev1.Pod) bool {
 	return true
 }
 
+// NodeIsReady: the node's Ready condition is True. (A pod on a node that
+// stopped reporting keeps its last container statuses: only the node tells.)
+func NodeIsReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // CrashLoopBackOff is the waiting reason of a container the kubelet keeps restarting.
 const CrashLoopBackOff = "CrashLoopBackOff"
 

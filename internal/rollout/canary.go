@@ -15,8 +15,9 @@ import (
 func (pl *planner) canary() Phase {
 	pl.d.UpdateStrategy = OnDelete()
 	st, v, target := &pl.st, pl.v, pl.obs.Target
-	if len(st.CanaryNodes) == 0 {
-		st.CanaryNodes = v.pickCanaries(pl.p.CanarySize, target)
+	st.CanaryNodes = pl.keepAvailableCanaries(st.CanaryNodes)
+	if len(st.CanaryNodes) < pl.p.CanarySize {
+		st.CanaryNodes = append(st.CanaryNodes, v.pickCanaries(pl.p.CanarySize, target, st.CanaryNodes...)...)
 	}
 	if len(st.CanaryNodes) == 0 {
 		st.Message = "no node runs a virt-handler pod to use as canary"
@@ -79,4 +80,19 @@ func (pl *planner) canary() Phase {
 	st.Message = fmt.Sprintf("canary %s on %s ready for %s with no restart",
 		strings.Join(st.CanaryPods, ","), strings.Join(st.CanaryNodes, ","), baked.Round(time.Second))
 	return PhaseIncreasing
+}
+
+// keepAvailableCanaries drops the canary nodes that went away or stopped being
+// Ready before their pod proved itself (updated and Ready), so another node is
+// picked instead of waiting for that one forever.
+func (pl *planner) keepAvailableCanaries(nodes []string) []string {
+	var kept []string
+	for _, node := range nodes {
+		pod := pl.v.byNode[node]
+		proven := pod != nil && metadata.PodIsUpToDate(pod, pl.obs.Target) && metadata.PodIsReady(pod)
+		if pl.v.available(node) || proven {
+			kept = append(kept, node)
+		}
+	}
+	return kept
 }

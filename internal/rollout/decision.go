@@ -40,6 +40,9 @@ type Decision struct {
 	RecordGeneration bool
 	// Done: the rollout needs nothing more.
 	Done bool
+	// LeftOut are the nodes, not Ready or gone, a Done rollout left out: their
+	// pods cannot run the target until the node is back.
+	LeftOut []string
 	// Event to emit; set only when the phase changes.
 	Event *Event
 	// Degraded, when set, is the message of a Degraded condition.
@@ -57,9 +60,11 @@ func (pl *planner) hold() Decision {
 	return Decision{Phase: st.Phase, State: st, Status: pl.status(st)}
 }
 
+// idle is a finished rollout at rest; nodes that are not Ready stay left out
+// (their pods follow when they are back), so the step stays rolled over.
 func (pl *planner) idle() Decision {
 	st := pl.prev
-	return Decision{Phase: st.Phase, UpdateStrategy: Default(), Done: true, State: st, Status: pl.status(st)}
+	return Decision{Phase: st.Phase, UpdateStrategy: Default(), Done: true, LeftOut: pl.v.leftOut, State: st, Status: pl.status(st)}
 }
 
 // finish fills the parts every Decision shares: times, event, deadline, status.

@@ -145,6 +145,9 @@ func (pl *planner) step() Phase {
 	case PhaseWaiting:
 		pl.d.UpdateStrategy = RollingUpdate(pl.p.FastStep)
 		pl.st.Message = fmt.Sprintf("%d of %d pods updated and ready", pl.v.updatedReady, pl.v.desired)
+		if len(pl.v.leftOut) > 0 {
+			pl.st.Message += "; " + pl.v.leftOutSummary()
+		}
 		if n := len(pl.tolerated); n > 0 {
 			pod := pl.tolerated[0]
 			pl.st.Message += fmt.Sprintf("; %d updated pods crashed, %d tolerated after the canary (first: %s on node %s)",
@@ -159,6 +162,11 @@ func (pl *planner) step() Phase {
 		pl.d.RecordGeneration = true
 		pl.d.Done = true
 		pl.st.Message = fmt.Sprintf("all %d pods updated and ready", pl.v.desired)
+		if len(pl.v.leftOut) > 0 {
+			pl.d.LeftOut = pl.v.leftOut
+			pl.st.Message = fmt.Sprintf("%d of %d pods updated and ready; %s: their pods follow when the nodes are back",
+				pl.v.updatedReadyElsewhere, pl.v.desired, pl.v.leftOutSummary())
+		}
 		pl.st.BakedSince = time.Time{}
 	}
 	return pl.st.Phase

@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -295,5 +297,74 @@ func TestProgressDeadlineCountsFromTheLastProgress(t *testing.T) {
 	stalled.Now = moving.Now.Add(p.PhaseDeadline)
 	if d, _ := Plan(stalled, p); !strings.Contains(d.Degraded, "no progress for 10m0s") {
 		t.Fatalf("no progress for the deadline: degraded %q", d.Degraded)
+	}
+}
+
+// Nodes that are not Ready (or gone): never canaries, a canary there is
+// replaced, and they do not hold the rollout's completion, which names them.
+func TestUnavailableNodes(t *testing.T) {
+	ready := func(notReady ...string) map[string]bool {
+		m := map[string]bool{}
+		for i := range 20 {
+			m[fmt.Sprintf("node-%d", i)] = true
+		}
+		for _, n := range notReady {
+			m[n] = false
+		}
+		return m
+	}
+	now := at(100)
+
+	fresh := Observation{DaemonSet: daemonSet(newTgt, OnDelete(), 3), Target: newTgt, Now: now,
+		Pods: pods(oldTgt, 0, 3), NodeReady: ready("node-0"), Previous: state(PhaseCanary, now)}
+	d, _ := Plan(fresh, DefaultPolicy())
+	if d.State.CanaryNodes[0] != "node-1" || !slices.Equal(d.DeletePods, []string{"virt-handler-old-node-1"}) {
+		t.Fatalf("a NotReady node picked as canary: nodes %v, deletes %v", d.State.CanaryNodes, d.DeletePods)
+	}
+
+	gone := fresh
+	delete(gone.NodeReady, "node-0")
+	gone.Pods = pods(oldTgt, 1, 3) // the node and its pod are gone
+	gone.Previous = state(PhaseCanary, now, "node-0")
+	if d, _ := Plan(gone, DefaultPolicy()); !slices.Equal(d.State.CanaryNodes, []string{"node-1"}) {
+		t.Fatalf("the canary node went away: canaries %v, want node-1 instead", d.State.CanaryNodes)
+	}
+
+	// 19 of 20 nodes run the target; node-7 is NotReady with its old pod.
+	done := Observation{DaemonSet: daemonSet(newTgt, fast(), 20), Target: newTgt, Now: now,
+		Pods: with(pods(newTgt, 0, 7), append(pods(newTgt, 8, 20), pod("node-7", oldTgt, t0))...), NodeReady: ready("node-7"),
+		Previous: state(PhaseWaiting, now, "node-0")}
+	d, _ = Plan(done, DefaultPolicy())
+	if d.Phase != PhaseSuccessful || !d.Done || !slices.Equal(d.LeftOut, []string{"node-7"}) ||
+		!strings.Contains(d.Status.Message, "1 nodes left out, not Ready: node-7") {
+		t.Fatalf("phase %s done %v left out %v message %q; want Successful leaving node-7 out", d.Phase, d.Done, d.LeftOut, d.Status.Message)
+	}
+	if d.Event == nil || !strings.Contains(d.Event.Message, "node-7") {
+		t.Fatalf("the completion Event does not name node-7: %+v", d.Event)
+	}
+
+	// Without node information every node counts: the old pod holds the rollout.
+	unknown := done
+	unknown.NodeReady = nil
+	if d, _ := Plan(unknown, DefaultPolicy()); d.Phase != PhaseWaiting {
+		t.Fatalf("no node information: phase %s, want Waiting", d.Phase)
+	}
+	// Every node but the NotReady one must run the target.
+	stillOld := done
+	stillOld.Pods = with(pods(newTgt, 0, 7), append(pods(newTgt, 8, 19), pod("node-7", oldTgt, t0), pod("node-19", oldTgt, t0))...)
+	if d, _ := Plan(stillOld, DefaultPolicy()); d.Phase != PhaseWaiting || !strings.Contains(d.Status.Message, "node-7") {
+		t.Fatalf("an old pod on a Ready node: phase %s (%q), want Waiting naming node-7", d.Phase, d.Status.Message)
+	}
+}
+
+// At rest after a rollout that left a node out, the node stays left out.
+func TestIdleKeepsLeftOutNodes(t *testing.T) {
+	nodeReady := map[string]bool{"node-0": true, "node-1": false}
+	obs := Observation{DaemonSet: daemonSet(newTgt, Default(), 2), Target: newTgt, Now: at(100),
+		Pods: with(pods(newTgt, 0, 1), pod("node-1", oldTgt, t0)), NodeReady: nodeReady,
+		Previous: state(PhaseSuccessful, at(50), "node-0")}
+	d, _ := Plan(obs, DefaultPolicy())
+	if !d.Done || !slices.Equal(d.LeftOut, []string{"node-1"}) {
+		t.Fatalf("done %v, left out %v; want done, node-1 left out", d.Done, d.LeftOut)
 	}
 }

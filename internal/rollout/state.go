@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -49,7 +50,10 @@ type Observation struct {
 	SpecChanged bool
 	// GenerationUnknown: the live generation is not the recorded one.
 	GenerationUnknown bool
-	Now               time.Time
+	// NodeReady is every node by name, true when it is Ready; nil when unknown
+	// (every node then counts as available).
+	NodeReady map[string]bool
+	Now       time.Time
 }
 
 // StateFromStatus reads the stored state. targetID is the target the stored
@@ -98,6 +102,22 @@ type view struct {
 	crashed                             []*corev1.Pod // crash-looping updated pods, by name
 	observed                            bool          // the DaemonSet controller saw the current spec
 	firstUpdated                        time.Time     // earliest creation of an updated pod
+	// nodeReady is Observation.NodeReady; unavailable nodes (not Ready, or gone)
+	// are never canaries and do not hold the rollout's completion.
+	nodeReady map[string]bool
+	// leftOut are the unavailable nodes with a pod not (yet) on the target or
+	// not ready, sorted; oldElsewhere and terminatingElsewhere count the rest.
+	leftOut                            []string
+	oldElsewhere, terminatingElsewhere int32
+	updatedReadyElsewhere              int32
+}
+
+// available: the node exists and is Ready (or nothing is known about nodes).
+func (v view) available(node string) bool {
+	if v.nodeReady == nil {
+		return true
+	}
+	return v.nodeReady[node]
 }
 
 func newView(obs Observation) view {
@@ -107,6 +127,7 @@ func newView(obs Observation) view {
 		byNode:        map[string]*corev1.Pod{},
 		terminatingOn: map[string]bool{},
 		observed:      ds.Status.ObservedGeneration >= ds.Generation,
+		nodeReady:     obs.NodeReady,
 	}
 	for i := range obs.Pods {
 		pod := &obs.Pods[i]
@@ -132,7 +153,33 @@ func newView(obs Observation) view {
 		}
 	}
 	sort.Slice(v.crashed, func(i, j int) bool { return v.crashed[i].Name < v.crashed[j].Name })
+	v.splitByAvailability(obs)
 	return v
+}
+
+// splitByAvailability counts the pods on available nodes apart and lists the
+// unavailable nodes whose pod is not updated and ready.
+func (v *view) splitByAvailability(obs Observation) {
+	left := map[string]bool{}
+	for i := range obs.Pods {
+		pod := &obs.Pods[i]
+		node := pod.Spec.NodeName
+		onTarget := metadata.PodIsUpToDate(pod, obs.Target)
+		switch {
+		case !v.available(node) && node != "" && !(onTarget && metadata.PodIsReady(pod) && pod.DeletionTimestamp == nil):
+			left[node] = true
+		case pod.DeletionTimestamp != nil:
+			v.terminatingElsewhere++
+		case !onTarget:
+			v.oldElsewhere++
+		case metadata.PodIsReady(pod):
+			v.updatedReadyElsewhere++
+		}
+	}
+	for node := range left {
+		v.leftOut = append(v.leftOut, node)
+	}
+	sort.Strings(v.leftOut)
 }
 
 // clockSkew is how much earlier than the rollout's start (operator clock) a pod
@@ -156,19 +203,37 @@ func (v view) crashesSince(startedAt time.Time) []*corev1.Pod {
 // allDone: every desired pod is updated and ready, nothing old or terminating is
 // left, and the counts are for the DaemonSet's current spec.
 func (v view) allDone() bool {
-	return v.observed && v.old == 0 && v.terminating == 0 && v.updatedReady == v.desired
+	if len(v.leftOut) == 0 {
+		return v.observed && v.old == 0 && v.terminating == 0 && v.updatedReady == v.desired
+	}
+	// Nodes that are not Ready cannot run the new pod: the rollout is done when
+	// every other node does (and at least one does); the rest are named.
+	return v.observed && v.oldElsewhere == 0 && v.terminatingElsewhere == 0 && v.updatedReadyElsewhere > 0 &&
+		v.updatedReadyElsewhere+int32(len(v.leftOut)) >= v.desired
 }
 
-// pickCanaries chooses up to n nodes, deterministically: nodes already running
+// leftOutSummary names the unavailable nodes the rollout left out, at most five.
+func (v view) leftOutSummary() string {
+	names := v.leftOut
+	more := ""
+	if len(names) > 5 {
+		names, more = names[:5], fmt.Sprintf(" and %d more", len(v.leftOut)-5)
+	}
+	return fmt.Sprintf("%d nodes left out, not Ready: %s%s", len(v.leftOut), strings.Join(names, ", "), more)
+}
+
+// pickCanaries chooses up to n nodes besides those already chosen (and never
+// one of them), deterministically: nodes already running
 // the target first (a resumed canary), then old pods that are Ready, then the
-// rest, each in node-name order. A pod not scheduled yet is never a canary (its
-// node "" would hold the rollout forever); a NotReady one is picked only when
-// too few are Ready (a broken running version must still be upgradable).
-func (v view) pickCanaries(n int, target metadata.Target) []string {
+// rest, each in node-name order. A pod not scheduled yet, or on a node that is
+// not Ready or gone, is never a canary (it would hold the rollout forever); a
+// NotReady pod on a Ready node is picked only when too few are Ready (a broken
+// running version must still be upgradable).
+func (v view) pickCanaries(n int, target metadata.Target, chosen ...string) []string {
 	var groups [3][]string // updated, old Ready, old not Ready
 	for node, pod := range v.byNode {
 		switch {
-		case node == "":
+		case node == "" || !v.available(node) || slices.Contains(chosen, node):
 		case metadata.PodIsUpToDate(pod, target):
 			groups[0] = append(groups[0], node)
 		case metadata.PodIsReady(pod):
@@ -182,8 +247,8 @@ func (v view) pickCanaries(n int, target metadata.Target) []string {
 		sort.Strings(g)
 		nodes = append(nodes, g...)
 	}
-	if len(nodes) > n {
-		nodes = nodes[:n]
+	if want := n - len(chosen); len(nodes) > want {
+		nodes = nodes[:max(want, 0)]
 	}
 	return nodes
 }

@@ -85,8 +85,13 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		// is declared rather than detected.
 		state = nil
 	}
+	nodeReady, err := r.nodeReadiness(ctx)
+	if err != nil {
+		return handlerOutcome{}, err
+	}
 	want := action.Object.(*appsv1.DaemonSet)
 	obs := rollout.Observation{
+		NodeReady:         nodeReady,
 		DaemonSet:         liveDS,
 		Pods:              pods.Items,
 		Target:            target,
@@ -126,12 +131,25 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 	heldFor := r.recordHandlerDecision(ctx, kv, d)
 	// Dropping what the rollout carried over replaces every pod once more (at
 	// the fast step): the step is done only when that has rolled over too.
-	done := d.Done && !tmpl.DropCarried && apply.DaemonSetRolledOver(liveDS, target)
+	done := d.Done && !tmpl.DropCarried && apply.DaemonSetRolledOverExcept(liveDS, target, int32(len(d.LeftOut)))
 	reason, message := handlerProblem(d, kv.Status.Conditions)
 	if held && !strings.Contains(message, "no earlier template") {
 		message = noRollbackMessage(message)
 	}
 	return handlerOutcome{Done: done, RequeueAfter: minPositive(d.RequeueAfter, heldFor), Reason: reason, Message: message}, nil
+}
+
+// nodeReadiness is every node by name, true when its Ready condition is True.
+func (r *Reconciler) nodeReadiness(ctx context.Context) (map[string]bool, error) {
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	out := make(map[string]bool, len(nodes.Items))
+	for i := range nodes.Items {
+		out[nodes.Items[i].Name] = metadata.NodeIsReady(&nodes.Items[i])
+	}
+	return out, nil
 }
 
 // retryRequested: the CR asks to retry a rollout that failed for this target.
