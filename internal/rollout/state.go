@@ -165,8 +165,9 @@ func (v *view) splitByAvailability(obs Observation) {
 		pod := &obs.Pods[i]
 		node := pod.Spec.NodeName
 		onTarget := metadata.PodIsUpToDate(pod, obs.Target)
+		proven := onTarget && metadata.PodIsReady(pod) && pod.DeletionTimestamp == nil
 		switch {
-		case !v.available(node) && node != "" && !(onTarget && metadata.PodIsReady(pod) && pod.DeletionTimestamp == nil):
+		case node != "" && !v.available(node) && !proven:
 			left[node] = true
 		case pod.DeletionTimestamp != nil:
 			v.terminatingElsewhere++

@@ -123,7 +123,9 @@ func schedulerArgs(l layout) []string {
 func kwokArgs(l layout) []string {
 	return []string{
 		"--kubeconfig=" + l.Kubeconfig,
-		"--manage-all-nodes=true",
+		// The sandbox's own nodes only: a node created without the label is one
+		// no kubelet serves (tests use it as a NotReady node).
+		"--manage-nodes-with-label-selector=" + nodeLabel + "=" + nodeLabelValue,
 		"--config=" + l.StagesFile,
 		"--node-ip=10.255.0.1",
 		"--cidr=10.128.0.0/9", // pods of nodes without a podCIDR; clear of the service range

@@ -134,7 +134,7 @@ func TestFlags(t *testing.T) {
 		t.Error("kube-scheduler elects a leader")
 	}
 	kwok := kwokArgs(l)
-	for _, want := range []string{"--kubeconfig=/sb/kubeconfig", "--manage-all-nodes=true", "--config=/sb/kwok-stages.yaml"} {
+	for _, want := range []string{"--kubeconfig=/sb/kubeconfig", "--manage-nodes-with-label-selector=type=kwok", "--config=/sb/kwok-stages.yaml"} {
 		if !hasArg(kwok, want) {
 			t.Errorf("kwok args lack %s", want)
 		}
