@@ -105,12 +105,12 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 // before it). The canary's failure, which changed something, is what Degraded
 // says first.
 func (r *Reconciler) explainWait(ctx context.Context, kv *v1.KubeVirt, later []apply.Step, live map[apply.ObjectRef]client.Object, target metadata.Target, step apply.Step, out *applyOutcome) error {
-	msg, err := r.failingDeployment(ctx, step, target)
+	reason, msg, err := r.failingDeployment(ctx, step, target)
 	if err != nil {
 		return err
 	}
-	if msg != "" {
-		r.reportFailingDeployment(kv, out, msg)
+	if reason != "" {
+		r.reportFailingDeployment(kv, out, reason, msg)
 	}
 	if !handlerRolloutUnderway(kv) {
 		return nil

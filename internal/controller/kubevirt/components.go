@@ -15,19 +15,46 @@ import (
 	"github.com/virt-operator/virt-operator/internal/rollout"
 )
 
-// ReasonComponentCrashLooping: pods of a component Deployment on the target
-// crash, so its step cannot roll over; the rollout holds there.
-const ReasonComponentCrashLooping = "ComponentCrashLooping"
+// Reasons of the Degraded condition a component Deployment that cannot roll
+// over sets; the rollout holds at its step.
+const (
+	// ReasonComponentCrashLooping: its pods on the target crash.
+	ReasonComponentCrashLooping = "ComponentCrashLooping"
+	// ReasonComponentPodsNotStarting: its pods on the target cannot be
+	// scheduled, cannot start a container, or wait on a node that is not Ready.
+	ReasonComponentPodsNotStarting = "ComponentPodsNotStarting"
+)
 
-// crashLoopingPod is the first pod (by name) on target that crash-loops, with
-// the container that failed; nil when none does.
-func crashLoopingPod(pods []corev1.Pod, target metadata.Target) (*corev1.Pod, *corev1.ContainerStatus) {
+// notStartingPod is the first pod (by name) on target that cannot start, with
+// why; nil when none. nodeReady is every node's readiness.
+func notStartingPod(pods []corev1.Pod, target metadata.Target, nodeReady map[string]bool) (*corev1.Pod, string) {
+	for _, pod := range byName(pods) {
+		if pod.DeletionTimestamp != nil || !metadata.PodIsUpToDate(pod, target) || metadata.PodIsReady(pod) {
+			continue
+		}
+		if problem := podStartProblem(pod); problem != "" {
+			return pod, problem
+		}
+		if node := pod.Spec.NodeName; node != "" && !nodeReady[node] {
+			return pod, "waits on node " + node + ", which is not Ready"
+		}
+	}
+	return nil, ""
+}
+
+func byName(pods []corev1.Pod) []*corev1.Pod {
 	sorted := make([]*corev1.Pod, 0, len(pods))
 	for i := range pods {
 		sorted = append(sorted, &pods[i])
 	}
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	for _, pod := range sorted {
+	return sorted
+}
+
+// crashLoopingPod is the first pod (by name) on target that crash-loops, with
+// the container that failed; nil when none does.
+func crashLoopingPod(pods []corev1.Pod, target metadata.Target) (*corev1.Pod, *corev1.ContainerStatus) {
+	for _, pod := range byName(pods) {
 		if pod.DeletionTimestamp != nil || !metadata.PodIsUpToDate(pod, target) {
 			continue
 		}
@@ -47,34 +74,44 @@ func crashLoopMessage(dep *appsv1.Deployment, pod *corev1.Pod, c *corev1.Contain
 }
 
 // failingDeployment explains why a step waits when one of its Deployments'
-// pods on the target crash: Kubernetes keeps the old pods serving
-// (maxUnavailable), but the step never rolls over, and without this the
-// operator would wait in silence. "" when no pod of the step crashes.
-func (r *Reconciler) failingDeployment(ctx context.Context, step apply.Step, target metadata.Target) (string, error) {
+// pods on the target crash or cannot start: Kubernetes keeps the old pods
+// serving (maxUnavailable), but the step never rolls over, and without this
+// the operator would wait in silence. Reason "" when nothing stops the step.
+func (r *Reconciler) failingDeployment(ctx context.Context, step apply.Step, target metadata.Target) (reason, message string, err error) {
 	deployments, _ := step.Workloads()
+	var nodeReady map[string]bool
 	for _, dep := range deployments {
 		if dep.Spec.Selector == nil {
 			continue
 		}
 		pods := &corev1.PodList{}
 		if err := r.Client.List(ctx, pods, client.InNamespace(dep.Namespace), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
-			return "", fmt.Errorf("listing the pods of deployment %s: %w", dep.Name, err)
+			return "", "", fmt.Errorf("listing the pods of deployment %s: %w", dep.Name, err)
 		}
 		if pod, c := crashLoopingPod(pods.Items, target); pod != nil {
-			return crashLoopMessage(dep, pod, c), nil
+			return ReasonComponentCrashLooping, crashLoopMessage(dep, pod, c), nil
+		}
+		if nodeReady == nil {
+			if nodeReady, err = r.nodeReadiness(ctx); err != nil {
+				return "", "", err
+			}
+		}
+		if pod, problem := notStartingPod(pods.Items, target, nodeReady); pod != nil {
+			return ReasonComponentPodsNotStarting, fmt.Sprintf("deployment %s rollout waiting: pod %s %s; the rollout holds until the pods run or the target changes",
+				dep.Name, pod.Name, problem), nil
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // reportFailingDeployment sets the outcome's problem and, the first time this
 // message is seen, a Warning FailedUpdate (the same reason as a failed
-// virt-handler canary: a version whose pods crash).
-func (r *Reconciler) reportFailingDeployment(kv *v1.KubeVirt, out *applyOutcome, message string) {
-	if c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionDegraded); c == nil || c.Reason != ReasonComponentCrashLooping || c.Message != message {
+// virt-handler canary: a version whose pods do not run).
+func (r *Reconciler) reportFailingDeployment(kv *v1.KubeVirt, out *applyOutcome, reason, message string) {
+	if c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionDegraded); c == nil || c.Reason != reason || c.Message != message {
 		r.warning(kv, rollout.ReasonFailedUpdate, "Rollout", message)
 	}
-	out.ProblemReason, out.ProblemMessage = ReasonComponentCrashLooping, message
+	out.ProblemReason, out.ProblemMessage = reason, message
 }
 
 // handlerRolloutUnderway: a virt-handler rollout to the target has started

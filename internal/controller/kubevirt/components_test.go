@@ -149,9 +149,9 @@ func TestFailingDeploymentWarnsOnce(t *testing.T) {
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io": "virt-api"}}}}
 	step := apply.Step{Name: apply.StepVirtAPI, Objects: []client.Object{dep}}
 
-	msg, err := r.failingDeployment(context.Background(), step, componentTarget)
-	if err != nil {
-		t.Fatal(err)
+	reason, msg, err := r.failingDeployment(context.Background(), step, componentTarget)
+	if err != nil || reason != ReasonComponentCrashLooping {
+		t.Fatalf("reason %q, %v", reason, err)
 	}
 	for _, want := range []string{"deployment virt-api", "pod virt-api-new", "on node node-000", "container virt-api"} {
 		if !strings.Contains(msg, want) {
@@ -160,7 +160,7 @@ func TestFailingDeploymentWarnsOnce(t *testing.T) {
 	}
 	kv := &v1.KubeVirt{}
 	var out applyOutcome
-	r.reportFailingDeployment(kv, &out, msg)
+	r.reportFailingDeployment(kv, &out, reason, msg)
 	if out.ProblemReason != ReasonComponentCrashLooping || out.ProblemMessage != msg {
 		t.Errorf("outcome %q %q", out.ProblemReason, out.ProblemMessage)
 	}
@@ -169,11 +169,55 @@ func TestFailingDeploymentWarnsOnce(t *testing.T) {
 	}
 	// Once Degraded says it, the next pass does not warn again.
 	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: out.ProblemReason, Message: out.ProblemMessage}, metav1.Now())
-	r.reportFailingDeployment(kv, &out, msg)
+	r.reportFailingDeployment(kv, &out, reason, msg)
 	select {
 	case ev := <-rec.Events:
 		t.Errorf("warned again: %q", ev)
 	default:
+	}
+}
+
+// A component pod on the target that cannot start is named: unschedulable,
+// a container that cannot be pulled, or a node that is not Ready.
+func TestNotStartingPod(t *testing.T) {
+	pending := func(name string, mutate func(*corev1.Pod)) corev1.Pod {
+		p := componentPod(name, true, 0)
+		p.Status.Phase = corev1.PodPending
+		p.Status.ContainerStatuses = nil
+		mutate(&p)
+		return p
+	}
+	unschedulable := pending("virt-api-a", func(p *corev1.Pod) {
+		p.Spec.NodeName = ""
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}}
+	})
+	pulling := pending("virt-api-b", func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "virt-api",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}}}}
+	})
+	onNotReady := pending("virt-api-c", func(p *corev1.Pod) { p.Spec.NodeName = "node-9" })
+	starting := pending("virt-api-d", func(*corev1.Pod) {})
+	nodes := map[string]bool{"node-000": true, "node-9": false}
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want string
+	}{
+		{"starting on a Ready node", []corev1.Pod{starting}, ""},
+		{"running", []corev1.Pod{componentPod("virt-api-e", true, 0)}, ""},
+		{"unschedulable", []corev1.Pod{unschedulable}, "virt-api-a cannot be scheduled: 0/3 nodes are available"},
+		{"image not pulled", []corev1.Pod{pulling}, "virt-api-b cannot start container virt-api: ErrImagePull: not found"},
+		{"on a node that is not Ready", []corev1.Pod{onNotReady}, "virt-api-c waits on node node-9, which is not Ready"},
+	} {
+		pod, problem := notStartingPod(tc.pods, componentTarget, nodes)
+		got := ""
+		if pod != nil {
+			got = pod.Name + " " + problem
+		}
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -41,15 +41,8 @@ func JobStartProblem(job *batchv1.Job, pods []corev1.Pod, events []corev1.Event)
 			continue
 		}
 		live++
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				return fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)
-			}
-		}
-		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if w := cs.State.Waiting; w != nil && blockedWaitingReasons[w.Reason] {
-				return fmt.Sprintf("pod %s, container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)
-			}
+		if problem := podStartProblem(p); problem != "" {
+			return fmt.Sprintf("pod %s %s", p.Name, problem)
 		}
 	}
 	if live > 0 {
@@ -66,6 +59,22 @@ func JobStartProblem(job *batchv1.Job, pods []corev1.Pod, events []corev1.Event)
 	}
 	sort.Slice(refused, func(i, j int) bool { return eventTime(&refused[i]).Before(eventTime(&refused[j])) })
 	return fmt.Sprintf("Job %s cannot create its pod: %s", job.Name, refused[len(refused)-1].Message)
+}
+
+// podStartProblem says why pod cannot start: it cannot be scheduled, or a
+// container of it cannot be pulled or created. "" when neither holds.
+func podStartProblem(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return "cannot be scheduled: " + c.Message
+		}
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && blockedWaitingReasons[w.Reason] {
+			return fmt.Sprintf("cannot start container %s: %s: %s", cs.Name, w.Reason, w.Message)
+		}
+	}
+	return ""
 }
 
 // eventTime is when an Event last happened, whichever API wrote it.

@@ -64,7 +64,7 @@ func TestJobStartProblem(t *testing.T) {
 		{"nothing yet", nil, nil, ""},
 		{"a pod starting", []corev1.Pod{starting}, nil, ""},
 		{"unschedulable", []corev1.Pod{unschedulable}, nil, "pod p1 cannot be scheduled: 0/3 nodes are available"},
-		{"the image cannot be pulled", []corev1.Pod{pullError}, nil, `pod p2, container install-strategy-upload: ImagePullBackOff: Back-off pulling image "quay.io/kubevirt/virt-operator:v9"`},
+		{"the image cannot be pulled", []corev1.Pod{pullError}, nil, `pod p2 cannot start container install-strategy-upload: ImagePullBackOff: Back-off pulling image "quay.io/kubevirt/virt-operator:v9"`},
 		{"no pod, the Job controller refused: the latest refusal", []corev1.Pod{failed}, []corev1.Event{
 			jobEvent("e2", "job-uid", "FailedCreate", noSuchAccount, t0.Add(time.Second)),
 			jobEvent("e1", "job-uid", "FailedCreate", "an older refusal", t0),
