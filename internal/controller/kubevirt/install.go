@@ -33,6 +33,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 
 	loaded, err := r.loadStrategy(ctx, kv, cfg)
 	if err != nil {
+		if r.transient.degrade(err, r.Clock.Now()) {
+			r.fail(kv, ReasonDeploymentFailed, "Getting the install strategy failed: "+err.Error())
+		}
 		return reconcile.Result{}, err
 	}
 	switch {

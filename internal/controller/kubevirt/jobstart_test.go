@@ -2,12 +2,14 @@ package kubevirt
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -135,4 +138,81 @@ func TestReconcileReportsAStrategyJobThatCannotStart(t *testing.T) {
 		seen = append(seen, ev)
 	}
 	t.Fatalf("no Warning %s among %q", ReasonStrategyJobBlocked, seen)
+}
+
+// Unhappy paths of the strategy Job: a Job deleted under the operator is made
+// again (once the just-created window has passed), and a refused create is an
+// error to retry, with nothing half-written.
+func TestStrategyJobDeletedOrRefused(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, strategy.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clock := clocktesting.NewFakeClock(now)
+	env := deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.9.0"}
+	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt"}}
+	refuse := false
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(kv).WithStatusSubresource(&v1.KubeVirt{}).
+		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
+			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
+		}).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, isJob := obj.(*batchv1.Job); isJob && refuse {
+				return apierrors.NewForbidden(batchv1.Resource("jobs"), obj.GetName(), errors.New("quota exceeded"))
+			}
+			return c.Create(ctx, obj, opts...)
+		}}).Build()
+	r := &Reconciler{Client: c, APIReader: c, Namespace: "kubevirt", Env: env, ServiceAccount: "virt-operator",
+		Clock: clock, Recorder: events.NewFakeRecorder(100)}
+	key := types.NamespacedName{Namespace: "kubevirt", Name: "kubevirt"}
+	jobs := func() []batchv1.Job {
+		list := &batchv1.JobList{}
+		if err := c.List(context.Background(), list, client.InNamespace("kubevirt")); err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	first := jobs()
+	if len(first) != 1 {
+		t.Fatalf("%d Jobs after the first pass, want 1", len(first))
+	}
+	if err := c.Delete(context.Background(), &first[0]); err != nil {
+		t.Fatal(err)
+	}
+	clock.Step(recentJobWindow)
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if again := jobs(); len(again) != 1 || again[0].Name == first[0].Name {
+		t.Fatalf("after the Job was deleted: %d Jobs (%v), want a new one", len(again), again)
+	}
+
+	refuse = true
+	for _, j := range jobs() {
+		if err := c.Delete(context.Background(), &j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Step(recentJobWindow)
+	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+	if err == nil || !strings.Contains(err.Error(), "creating the install-strategy Job") || !strings.Contains(err.Error(), "quota exceeded") {
+		t.Fatalf("a refused Job create: %v, want an error naming it", err)
+	}
+	if len(jobs()) != 0 {
+		t.Fatal("a Job exists after its create was refused")
+	}
+	got := &v1.KubeVirt{}
+	if err := c.Get(context.Background(), key, got); err != nil {
+		t.Fatal(err)
+	}
+	if d := findCondition(got.Status.Conditions, v1.KubeVirtConditionDegraded); d == nil || d.Status != corev1.ConditionTrue ||
+		!strings.Contains(d.Message, "quota exceeded") {
+		t.Fatalf("Degraded = %+v, want it naming the refusal", d)
+	}
 }
