@@ -1,0 +1,119 @@
+package kubevirt
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/rollout"
+)
+
+func handlerMarks(t metadata.Target) map[string]string {
+	return map[string]string{
+		metadata.InstallStrategyVersionAnnotation:    t.Version,
+		metadata.InstallStrategyRegistryAnnotation:   t.Registry,
+		metadata.InstallStrategyIdentifierAnnotation: t.ID,
+	}
+}
+
+func handlerDaemonSet(t metadata.Target) *appsv1.DaemonSet {
+	sel := map[string]string{"kubevirt.io": "virt-handler"}
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-handler", Annotations: handlerMarks(t)},
+		Spec: appsv1.DaemonSetSpec{
+			Selector:       &metav1.LabelSelector{MatchLabels: sel},
+			UpdateStrategy: *rollout.Default(),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel, Annotations: handlerMarks(t)},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "virt-handler", Image: "quay.io/kubevirt/virt-handler:" + t.Version}}},
+			},
+		},
+	}
+}
+
+// The handler step's shell: an upgrade switches the live DaemonSet to the
+// target under OnDelete (Started), then deletes the canary's old pod, on a
+// Ready node, and records each phase in status.
+func TestSyncHandlerStartsTheCanary(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldT := metadata.Target{Version: "v1.8.4", Registry: "quay.io/kubevirt", ID: "old"}
+	newT := metadata.Target{Version: "v1.9.0", Registry: "quay.io/kubevirt", ID: "new"}
+	live := handlerDaemonSet(oldT)
+	live.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberReady: 3}
+	objs := []client.Object{live}
+	for i := range 3 {
+		node := fmt.Sprintf("node-%d", i)
+		ready := corev1.ConditionTrue
+		if i == 0 {
+			ready = corev1.ConditionFalse // first in name order, but not a canary
+		}
+		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}})
+		objs = append(objs, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-handler-" + node, Labels: live.Spec.Selector.MatchLabels,
+				Annotations: handlerMarks(oldT)},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "virt-handler"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "virt-handler", Ready: true}}},
+		})
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	r := &Reconciler{Client: c, Namespace: "kubevirt", Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(t0)}
+	kv := &v1.KubeVirt{Status: v1.KubeVirtStatus{TargetKubeVirtVersion: newT.Version, TargetKubeVirtRegistry: newT.Registry,
+		TargetDeploymentID: newT.ID, ObservedKubeVirtVersion: oldT.Version, ObservedDeploymentID: oldT.ID}}
+	desired := handlerDaemonSet(newT)
+	ctx := context.Background()
+	pass := func() (handlerOutcome, *appsv1.DaemonSet) {
+		t.Helper()
+		ds := &appsv1.DaemonSet{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(live), ds); err != nil {
+			t.Fatal(err)
+		}
+		ds.Status.ObservedGeneration = ds.Generation // the DaemonSet controller has seen it
+		out, err := r.syncHandler(ctx, kv, desired, map[apply.ObjectRef]client.Object{apply.RefOf(ds): ds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(live), ds); err != nil {
+			t.Fatal(err)
+		}
+		return out, ds
+	}
+
+	out, ds := pass()
+	if out.Done || kv.Status.HandlerRollout == nil || kv.Status.HandlerRollout.Phase != string(rollout.PhaseStarted) ||
+		ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType || !metadata.DaemonSetIsUpToDate(ds, newT) {
+		t.Fatalf("first pass: done %v, status %+v, strategy %s, up to date %v", out.Done, kv.Status.HandlerRollout,
+			rollout.StrategyString(ds.Spec.UpdateStrategy), metadata.DaemonSetIsUpToDate(ds, newT))
+	}
+	_, _ = pass()
+	st := kv.Status.HandlerRollout
+	if st.Phase != string(rollout.PhaseCanary) || st.CanaryNode != "node-1" {
+		t.Fatalf("second pass: %+v, want the canary on node-1 (node-0 is not Ready)", st)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "virt-handler-node-1"}, &corev1.Pod{}); err == nil {
+		t.Fatal("the canary's old pod was not deleted")
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "virt-handler-node-0"}, &corev1.Pod{}); err != nil {
+		t.Fatalf("a pod on the NotReady node was touched: %v", err)
+	}
+}
