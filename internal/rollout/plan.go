@@ -148,11 +148,7 @@ func (pl *planner) step() Phase {
 		if len(pl.v.leftOut) > 0 {
 			pl.st.Message += "; " + pl.v.leftOutSummary()
 		}
-		if n := len(pl.tolerated); n > 0 {
-			pod := pl.tolerated[0]
-			pl.st.Message += fmt.Sprintf("; %d updated pods crashed, %d tolerated after the canary (first: %s on node %s)",
-				n, pl.p.AllowedCrashes(pl.v.desired), pod.Name, pod.Spec.NodeName)
-		}
+		pl.st.Message += pl.toleratedSummary()
 		if pl.v.allDone() {
 			return PhaseSuccessful
 		}
@@ -167,9 +163,21 @@ func (pl *planner) step() Phase {
 			pl.st.Message = fmt.Sprintf("%d of %d pods updated and ready; %s: their pods follow when the nodes are back",
 				pl.v.updatedReadyElsewhere, pl.v.desired, pl.v.leftOutSummary())
 		}
+		pl.st.Message += pl.toleratedSummary()
 		pl.st.BakedSince = time.Time{}
 	}
 	return pl.st.Phase
+}
+
+// toleratedSummary names the crashed updated pods tolerated after the canary
+// ("" when none), so neither a Waiting nor the Successful status hides them.
+func (pl *planner) toleratedSummary() string {
+	if len(pl.tolerated) == 0 {
+		return ""
+	}
+	pod := pl.tolerated[0]
+	return fmt.Sprintf("; %d updated pods crashed, %d tolerated after the canary (first: %s on node %s)",
+		len(pl.tolerated), pl.p.AllowedCrashes(pl.v.desired), pod.Name, pod.Spec.NodeName)
 }
 
 // started waits until the DaemonSet carries the target template under OnDelete

@@ -69,7 +69,7 @@ func TestNotReadyNodeIsNeitherCanaryNorBlocker(t *testing.T) {
 
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 	var canaries []string
-	restarted, tolerated := "", false
+	restarted, tolerated, restartedAt := "", false, time.Time{}
 	e.eventually("observed == target with the NotReady node left out", 3*time.Minute, func() (bool, error) {
 		kv := e.kubeVirt()
 		st := kv.Status.HandlerRollout
@@ -77,7 +77,7 @@ func TestNotReadyNodeIsNeitherCanaryNorBlocker(t *testing.T) {
 			canaries = append(canaries, st.CanaryNode)
 		}
 		if st != nil && restarted == "" && (st.Phase == string(rollout.PhaseIncreasing) || st.Phase == string(rollout.PhaseWaiting)) {
-			restarted = e.restartAnUpdatedPod(t, st.CanaryPod)
+			restarted, restartedAt = e.restartAnUpdatedPod(t, st.CanaryPod), time.Now()
 		}
 		tolerated = tolerated || st != nil && strings.Contains(st.Message, "1 updated pods crashed, 2 tolerated after the canary")
 		if st != nil && st.Phase == string(rollout.PhaseFailed) {
@@ -88,10 +88,18 @@ func TestNotReadyNodeIsNeitherCanaryNorBlocker(t *testing.T) {
 	if restarted == "" {
 		t.Fatal("the rollout went past the widening before a pod could be restarted")
 	}
-	if !tolerated {
+	final := e.kubeVirt().Status.HandlerRollout
+	tolerated = tolerated || strings.Contains(final.Message, "1 updated pods crashed, 2 tolerated after the canary")
+	switch {
+	case tolerated:
+	case final.PhaseChangeAt != nil && !final.PhaseChangeAt.After(restartedAt):
+		// The status read lagged: the rollout was already Successful when the pod
+		// restarted, and a finished rollout judges no crash.
+		t.Logf("the restart of %s came after the rollout had completed", restarted)
+	default:
 		t.Fatalf("the restart of %s was never named in status.handlerRollout.message", restarted)
 	}
-	t.Logf("restarted %s after the widening: tolerated and named", restarted)
+	t.Logf("restarted %s after the widening; tolerated and named: %v", restarted, tolerated)
 	st := e.kubeVirt().Status.HandlerRollout
 	t.Logf("canaries %v; %s", canaries, st.Message)
 	if strings.Contains(strings.Join(canaries, ","), notReadyNode) {
