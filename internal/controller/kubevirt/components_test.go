@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -137,10 +135,7 @@ func TestRollbackWithoutHistoryHolds(t *testing.T) {
 
 // A step whose Deployment's pods on the target crash says so, and warns once.
 func TestFailingDeploymentWarnsOnce(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	crashing, old := componentPod("virt-api-new", true, 2), componentPod("virt-api-old", false, 0)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&crashing, &old).Build()
 	rec := events.NewFakeRecorder(10)
@@ -244,10 +239,7 @@ func TestRetryHandlerRollout(t *testing.T) {
 		}
 	}
 
-	scheme := runtime.NewScheme()
-	if err := v1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(annotated.DeepCopy()).WithStatusSubresource(&v1.KubeVirt{}).Build()
 	kv := &v1.KubeVirt{}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(annotated), kv); err != nil {

@@ -8,8 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,12 +47,7 @@ func handlerDaemonSet(t metadata.Target) *appsv1.DaemonSet {
 // target under OnDelete (Started), then deletes the canary's old pod, on a
 // Ready node, and records each phase in status.
 func TestSyncHandlerStartsTheCanary(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	oldT := metadata.Target{Version: "v1.8.4", Registry: "quay.io/kubevirt", ID: "old"}
 	newT := metadata.Target{Version: "v1.9.0", Registry: "quay.io/kubevirt", ID: "new"}
 	live := handlerDaemonSet(oldT)

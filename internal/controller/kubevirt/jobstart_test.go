@@ -11,9 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +21,6 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
-	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
 const noSuchAccount = `Error creating: pods "virt-operator-install-strategy-abc-" is forbidden: error looking up service account kubevirt/virt-operator: serviceaccount "virt-operator" not found`
@@ -88,12 +85,7 @@ func TestJobStartProblem(t *testing.T) {
 // The controller shell: a strategy Job whose pod the API refuses sets Degraded
 // naming the refusal and looks again soon, instead of waiting in silence.
 func TestReconcileReportsAStrategyJobThatCannotStart(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, strategy.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	env := deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.9.0"}
 	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt"}}
@@ -144,12 +136,7 @@ func TestReconcileReportsAStrategyJobThatCannotStart(t *testing.T) {
 // again (once the just-created window has passed), and a refused create is an
 // error to retry, with nothing half-written.
 func TestStrategyJobDeletedOrRefused(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, strategy.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	clock := clocktesting.NewFakeClock(now)
 	env := deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.9.0"}

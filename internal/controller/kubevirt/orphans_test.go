@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -39,12 +37,7 @@ func TestOrphanNamespaces(t *testing.T) {
 // Monitoring went away: the regenerated strategy (same ID) has no monitoring
 // objects, and the Role the old one wrote in the monitoring namespace goes.
 func TestOrphansInTheOldMonitoringNamespaceGo(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, strategy.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	managed := map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}
 	stale := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "kubevirt-prometheus-metrics", Labels: managed}}
 	kept := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt-handler", Labels: managed}}

@@ -9,9 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -19,7 +17,6 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/metadata"
-	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
 // deletingEnv is a KubeVirt CR being deleted, a managed Deployment, and a
@@ -32,12 +29,7 @@ type deletingEnv struct {
 
 func newDeletingEnv(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, extra ...client.Object) *deletingEnv {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, strategy.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	deleting := metav1.NewTime(now.Add(-time.Minute))
 	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt",
@@ -121,12 +113,7 @@ func TestUninstallHeldByWorkloadsDeletesNothing(t *testing.T) {
 // Adding the finalizer mid-pass must not replace the status computed so far
 // with the stored one (the patch response carries the stored status).
 func TestEnsureFinalizerKeepsTheStatusOfThisPass(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	stored := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt"},
 		Status: v1.KubeVirtStatus{TargetDeploymentID: "old"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(&v1.KubeVirt{}).Build()
