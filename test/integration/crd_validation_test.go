@@ -30,6 +30,7 @@ func TestKubeVirtCRDRejectsBadInput(t *testing.T) {
 		{"zero canary size", `handlerRollout: {canarySize: 0}`, "spec.handlerRollout.canarySize"},
 		{"fast step not a count or percentage", `handlerRollout: {fastStep: "ten"}`, "spec.handlerRollout.fastStep"},
 		{"bake time not a duration", `handlerRollout: {bakeTime: "a while"}`, "spec.handlerRollout.bakeTime"},
+		{"maxCrashing above 100%", `handlerRollout: {maxCrashing: "150%"}`, "spec.handlerRollout.maxCrashing"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

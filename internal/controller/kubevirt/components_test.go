@@ -127,9 +127,13 @@ func TestRollbackWithoutHistoryHolds(t *testing.T) {
 	if held || strategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || !equality.Semantic.DeepEqual(tmpl, previous) {
 		t.Fatalf("with history: held %v, strategy %s, template %v; want the previous template under the decided strategy", held, strategy.Type, tmpl.Annotations)
 	}
-	if msg := noRollbackMessage("pod p on node n crashed"); !strings.HasPrefix(msg, "pod p on node n crashed") ||
+	msg := noRollbackMessage("pod p on node n crashed")
+	if !strings.HasPrefix(msg, "pod p on node n crashed") ||
 		!strings.Contains(msg, "holds (OnDelete)") || !strings.Contains(msg, "spec.imageTag") {
 		t.Fatalf("message %q does not say what holds and what to do", msg)
+	}
+	if again := noRollbackMessage(noRollbackMessage("pod p on node n crashed")); again != msg {
+		t.Fatalf("applied twice: %q", again)
 	}
 }
 

@@ -133,7 +133,7 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 	// the fast step): the step is done only when that has rolled over too.
 	done := d.Done && !tmpl.DropCarried && apply.DaemonSetRolledOverExcept(liveDS, target, int32(len(d.LeftOut)))
 	reason, message := handlerProblem(d, kv.Status.Conditions)
-	if held && !strings.Contains(message, "no earlier template") {
+	if held {
 		message = noRollbackMessage(message)
 	}
 	return handlerOutcome{Done: done, RequeueAfter: minPositive(d.RequeueAfter, heldFor), Reason: reason, Message: message}, nil
@@ -227,10 +227,17 @@ func rollbackWrite(live *appsv1.DaemonSet, previous *corev1.PodTemplateSpec, dec
 	return *previous, decided, false
 }
 
-// noRollbackMessage is the Degraded message of a rollback with nothing to go back to.
+// noRollbackSuffix ends the Degraded message of a rollback with nothing to go back to.
+const noRollbackSuffix = "; the DaemonSet's history has no earlier template to roll back to, so it holds (OnDelete) " +
+	"with the failed version where it already runs: set spec.imageTag to a working version"
+
+// noRollbackMessage is failure with noRollbackSuffix, once: handlerProblem may
+// hand back the Degraded message of an earlier pass, which already has it.
 func noRollbackMessage(failure string) string {
-	return failure + "; the DaemonSet's history has no earlier template to roll back to, so it holds (OnDelete) " +
-		"with the failed version where it already runs: set spec.imageTag to a working version"
+	if strings.HasSuffix(failure, noRollbackSuffix) {
+		return failure
+	}
+	return failure + noRollbackSuffix
 }
 
 // recordHandlerDecision puts the rollout into status, events and conditions.
