@@ -37,6 +37,8 @@ type KubeVirtList struct {
 }
 
 // KubeVirtSpec is what the cluster admin asks for.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.workloadUpdates) || !has(self.workloadUpdateStrategy) || !has(self.workloadUpdateStrategy.workloadUpdateMethods) || size(self.workloadUpdateStrategy.workloadUpdateMethods) == 0",message="spec.workloadUpdates configures virt-operator's workload updater and cannot be set while spec.workloadUpdateStrategy.workloadUpdateMethods lists a method (then virt-controller moves the VMs): clear one of the two"
 type KubeVirtSpec struct {
 	// ImageTag overrides the version (image tag) of every component.
 	ImageTag string `json:"imageTag,omitempty"`
@@ -56,8 +58,13 @@ type KubeVirtSpec struct {
 	// MonitorAccount is Prometheus' ServiceAccount; empty means prometheus-k8s.
 	MonitorAccount string `json:"monitorAccount,omitempty"`
 
-	// WorkloadUpdateStrategy says how running VMIs move to new components after an upgrade.
+	// WorkloadUpdateStrategy says how running VMIs move to new components after an
+	// upgrade; a listed method makes upstream's virt-controller move them.
 	WorkloadUpdateStrategy KubeVirtWorkloadUpdateStrategy `json:"workloadUpdateStrategy,omitempty"`
+	// WorkloadUpdates configures virt-operator's own workload updater instead
+	// (paced by capacity, with backoff, per-VM choices, pause and windows). It is
+	// refused while workloadUpdateStrategy.workloadUpdateMethods lists a method.
+	WorkloadUpdates *WorkloadUpdatePolicy `json:"workloadUpdates,omitempty"`
 
 	// UninstallStrategy says whether deleting the CR is refused while workloads exist.
 	UninstallStrategy KubeVirtUninstallStrategy `json:"uninstallStrategy,omitempty"`
@@ -359,6 +366,26 @@ type WorkloadUpdatesStatus struct {
 	LastEvictionBatch *metav1.Time `json:"lastEvictionBatch,omitempty"`
 	// Blocked says why the updater does not act now (empty when it may).
 	Blocked string `json:"blocked,omitempty"`
+	// Actor is who moves outdated VMs: virt-controller, virt-operator or none.
+	Actor WorkloadUpdateActor `json:"actor,omitempty"`
+	// Outdated counts VMIs on an old launcher or with a change that needs a
+	// migration, as this operator sees them (outdatedVirtualMachineInstanceWorkloads
+	// is virt-controller's count).
+	Outdated int `json:"outdated"`
+	// Choices count the outdated VMIs by how they are to be moved.
+	Choices *WorkloadUpdateChoices `json:"choices,omitempty"`
+	// BackingOff counts VMIs waiting out the backoff after a failed migration.
+	BackingOff int `json:"backingOff,omitempty"`
+	// NeedsAttention counts VMIs whose migrations failed maxFailures times; they
+	// are not migrated again until their failed migrations are deleted.
+	NeedsAttention int `json:"needsAttention,omitempty"`
+	// NeedsAttentionVMIs names up to 10 of them (namespace/name).
+	// +listType=atomic
+	NeedsAttentionVMIs []string `json:"needsAttentionVMIs,omitempty"`
+	// Paused is spec.workloadUpdates.paused as the updater last read it.
+	Paused bool `json:"paused,omitempty"`
+	// Window says whether new moves may start now.
+	Window *WorkloadUpdateWindowStatus `json:"window,omitempty"`
 }
 
 // GenerationStatus is the last generation the operator applied to one object.

@@ -170,6 +170,14 @@ const (
 type VirtualMachineInstanceMigrationStatus struct {
 	Phase          VirtualMachineInstanceMigrationPhase  `json:"phase,omitempty"`
 	MigrationState *VirtualMachineInstanceMigrationState `json:"migrationState,omitempty"`
+	// PhaseTransitionTimestamps are when each phase was reached (virt-controller writes them).
+	PhaseTransitionTimestamps []MigrationPhaseTransitionTimestamp `json:"phaseTransitionTimestamps,omitempty"`
+}
+
+// MigrationPhaseTransitionTimestamp is when a migration reached a phase.
+type MigrationPhaseTransitionTimestamp struct {
+	Phase                    VirtualMachineInstanceMigrationPhase `json:"phase,omitempty"`
+	PhaseTransitionTimestamp metav1.Time                          `json:"phaseTransitionTimestamp,omitempty"`
 }
 
 // VirtualMachine keeps a VMI running according to its run strategy.

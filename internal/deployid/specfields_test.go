@@ -104,6 +104,11 @@ var specClassification = map[string][]specEdit{
 			s.WorkloadUpdateStrategy.BatchEvictionInterval = &metav1.Duration{Duration: time.Minute}
 		}),
 	},
+	"workloadUpdates": {
+		out("operator's updater", func(s *v1.KubeVirtSpec) {
+			s.WorkloadUpdates = &v1.WorkloadUpdatePolicy{Methods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodEvict}, Paused: true}
+		}),
+	},
 	"handlerRollout": {
 		out("canary policy", func(s *v1.KubeVirtSpec) { s.HandlerRollout = &v1.HandlerRolloutPolicy{CanarySize: ptr(int32(2))} }),
 	},

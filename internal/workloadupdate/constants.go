@@ -18,8 +18,9 @@ const (
 	TestAbortionAnnotation = "kubevirt.io/testWorkloadUpdateMigrationAbortion"
 	// MigrationGenerateName prefixes the name of every workload-update migration.
 	MigrationGenerateName = "kubevirt-workload-update-"
-	// OutdatedMetricName is the gauge of outdated VMIs.
-	OutdatedMetricName = "kubevirt_vmi_number_of_outdated"
+	// ChoiceKey, as a label or an annotation of a VMI (or its VM's template),
+	// is the VM's own choice: LiveMigrate, Evict or None (never moved).
+	ChoiceKey = "kubevirt.io/workload-update-method"
 )
 
 // Event reasons, as upstream.
@@ -32,6 +33,10 @@ const (
 	ReasonFailedChangeAbortion     = "FailedChangeAbortion"
 	// ReasonFailedMigration: a workload-update migration failed; the VMI is retried.
 	ReasonFailedMigration = "FailedMigration"
+	// ReasonNeedsAttention: the VMI's migrations failed maxFailures times.
+	ReasonNeedsAttention = "WorkloadUpdateNeedsAttention"
+	// ReasonInvalidChoice: the VMI's ChoiceKey value means nothing.
+	ReasonInvalidChoice = "InvalidWorkloadUpdateMethod"
 )
 
 // Hotplug condition types upstream also treats as "migration required".
@@ -43,6 +48,10 @@ const (
 // Defaults.
 const (
 	DefaultParallelMigrations    = 5
+	DefaultMaxMigrationsPerNode  = 1
+	DefaultRetryBackoff          = time.Minute
+	DefaultMaxRetryBackoff       = 30 * time.Minute
+	DefaultMaxFailures           = 3
 	DefaultBatchEvictionSize     = 10
 	DefaultBatchEvictionInterval = time.Minute
 	// ResyncInterval is the periodic look while work remains: a real 30 s.
@@ -82,6 +91,20 @@ func MessageNoLauncherPod(err error) string {
 // MessageMigrationFailed is the FailedMigration event message on the VMI.
 func MessageMigrationFailed(migrationName string) string {
 	return fmt.Sprintf("Workload-update migration %s failed; the VMI stays outdated and is retried later", migrationName)
+}
+
+// MessageNeedsAttention is the ReasonNeedsAttention event message on the VMI.
+func MessageNeedsAttention(failures int, evict bool) string {
+	then := "it is not migrated again until its failed migrations are deleted"
+	if evict {
+		then = "it is evicted instead (evictAfterMaxFailures)"
+	}
+	return fmt.Sprintf("%d workload-update migrations failed since its last successful migration: %s", failures, then)
+}
+
+// MessageInvalidChoice is the ReasonInvalidChoice event message on the VMI.
+func MessageInvalidChoice(value string) string {
+	return fmt.Sprintf("%s=%q is not LiveMigrate, Evict or None: the VMI is left alone", ChoiceKey, value)
 }
 
 // MessageAborted is the SuccessfulChangeAbortion event message on the VMI.

@@ -33,9 +33,20 @@
 //     unfinished migration targets, gets no new action.
 //   - With no method allowed nothing is acted on (no abort either); the outdated
 //     count is still computed for status and the metric.
-//   - New migrations are at most ParallelMigrations minus the active migrations.
-//     Active means a migration in a running phase, plus this updater's own
-//     migrations that are still pending (so they cannot pile up beyond the limit).
+//   - Pacing by capacity (pacing.go): at most PerNode outbound migrations per
+//     source node, and a cluster cap that defaults to the nodes running outdated
+//     VMIs times PerNode, bounded by parallelMigrationsPerCluster. New migrations
+//     are the cap minus the active ones (a migration in a running phase, plus this
+//     updater's own still pending), picked round-robin over the nodes, busiest
+//     first. Upstream's settings (UpstreamSettings) have no per-node cap and 5.
+//   - A failed migration backs its VMI off (backoff.go): initial delay doubling
+//     to a maximum, counted from the failures since its last successful migration
+//     as the migrations list shows them, so a restart keeps it; after MaxFailures
+//     the VMI needs attention and is not migrated again (or is evicted).
+//   - A VM's own choice (choice.go), label or annotation ChoiceKey: LiveMigrate,
+//     Evict or None; an invalid value leaves the VMI alone.
+//   - Pause and maintenance windows (window.go) hold new moves; aborts and what
+//     is in flight go on.
 //   - Evictions happen in batches of BatchEvictionSize, no sooner than
 //     BatchEvictionInterval after the previous batch.
 //   - Candidates are ordered by a seeded shuffle (deterministic for a seed; a new

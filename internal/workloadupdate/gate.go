@@ -1,8 +1,6 @@
 package workloadupdate
 
 import (
-	"time"
-
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
@@ -45,49 +43,3 @@ func MethodsFrom(list []v1.WorkloadUpdateMethod) Methods {
 
 // None reports whether no method is allowed (nothing is acted on; counts still are).
 func (m Methods) None() bool { return !m.LiveMigrate && !m.Evict }
-
-// Settings are the rate controls and methods read from the KubeVirt CR.
-type Settings struct {
-	Methods               Methods
-	ParallelMigrations    int
-	BatchEvictionSize     int
-	BatchEvictionInterval time.Duration
-	// LastEvictionBatch is read from the CR's status; zero means never.
-	LastEvictionBatch time.Time
-}
-
-// SettingsFrom reads Settings from the CR, applying the defaults.
-func SettingsFrom(kv *v1.KubeVirt) Settings {
-	s := Settings{
-		ParallelMigrations:    DefaultParallelMigrations,
-		BatchEvictionSize:     DefaultBatchEvictionSize,
-		BatchEvictionInterval: DefaultBatchEvictionInterval,
-	}
-	if kv == nil {
-		return s
-	}
-	w := kv.Spec.WorkloadUpdateStrategy
-	s.Methods = MethodsFrom(w.WorkloadUpdateMethods)
-	if w.BatchEvictionSize != nil && *w.BatchEvictionSize > 0 {
-		s.BatchEvictionSize = *w.BatchEvictionSize
-	}
-	if w.BatchEvictionInterval != nil && w.BatchEvictionInterval.Duration > 0 {
-		s.BatchEvictionInterval = w.BatchEvictionInterval.Duration
-	}
-	if mc := kv.Spec.Configuration.MigrationConfiguration; mc != nil && mc.ParallelMigrationsPerCluster != nil {
-		s.ParallelMigrations = int(*mc.ParallelMigrationsPerCluster)
-		if s.ParallelMigrations == 0 {
-			s.ParallelMigrations = -1 // an explicit 0: no migrations (0 in Inputs means default)
-		}
-	}
-	s.LastEvictionBatch = LastEvictionBatch(kv)
-	return s
-}
-
-// LastEvictionBatch is status.workloadUpdates.lastEvictionBatch; zero means never.
-func LastEvictionBatch(kv *v1.KubeVirt) time.Time {
-	if kv == nil || kv.Status.WorkloadUpdates == nil || kv.Status.WorkloadUpdates.LastEvictionBatch == nil {
-		return time.Time{}
-	}
-	return kv.Status.WorkloadUpdates.LastEvictionBatch.Time
-}

@@ -38,11 +38,11 @@ func TestGate(t *testing.T) {
 	}
 }
 
-func TestSettingsFrom(t *testing.T) {
+func TestUpstreamSettings(t *testing.T) {
 	kv := kubevirt(v1.KubeVirtPhaseDeployed, "", "")
-	s := SettingsFrom(kv)
-	if s.ParallelMigrations != 5 || s.BatchEvictionSize != 10 || s.BatchEvictionInterval != time.Minute ||
-		!s.Methods.None() || !s.LastEvictionBatch.IsZero() {
+	s := UpstreamSettings(kv)
+	if s.PerCluster != 5 || s.PerNode != 0 || s.BatchEvictionSize != 10 || s.BatchEvictionInterval != time.Minute ||
+		!s.Methods.None() || s.Backoff != (Backoff{}) {
 		t.Fatalf("defaults: %+v", s)
 	}
 	size, par := 30, uint32(7)
@@ -52,21 +52,83 @@ func TestSettingsFrom(t *testing.T) {
 		BatchEvictionInterval: &metav1.Duration{Duration: 2 * time.Second},
 	}
 	kv.Spec.Configuration.MigrationConfiguration = &v1.MigrationConfiguration{ParallelMigrationsPerCluster: &par}
+	s = UpstreamSettings(kv)
+	if s.Methods != both || s.BatchEvictionSize != 30 || s.BatchEvictionInterval != 2*time.Second || clusterCap(s, 100) != 5 {
+		t.Fatalf("custom: %+v", s)
+	}
+	par = 3
+	if c := clusterCap(UpstreamSettings(kv), 100); c != 3 {
+		t.Fatalf("parallelMigrationsPerCluster 3 bounds the cap: %d", c)
+	}
+	zero := uint32(0)
+	kv.Spec.Configuration.MigrationConfiguration.ParallelMigrationsPerCluster = &zero
+	in := inputs(many("vm", 3, oldImage, migratable), nil, both)
+	in.Settings = UpstreamSettings(kv)
+	if p := PlanUpdate(in); len(p.Migrate) != 0 {
+		t.Fatalf("parallel 0 created %d migrations", len(p.Migrate))
+	}
+}
+
+func TestSettingsFrom(t *testing.T) {
+	kv := kubevirt(v1.KubeVirtPhaseDeployed, "", "")
+	s := SettingsFrom(kv)
+	if s.PerNode != 1 || s.PerCluster != 0 || s.BatchEvictionSize != 10 || s.BatchEvictionInterval != time.Minute ||
+		!s.Methods.None() || !s.LastEvictionBatch.IsZero() || s.Backoff != DefaultBackoff() {
+		t.Fatalf("defaults: %+v", s)
+	}
+	size := 30
+	kv.Spec.WorkloadUpdateStrategy.BatchEvictionSize = &size // upstream's field is the fallback
 	kv.Status.WorkloadUpdates = &v1.WorkloadUpdatesStatus{LastEvictionBatch: &metav1.Time{Time: t0}}
+	kv.Spec.WorkloadUpdates = &v1.WorkloadUpdatePolicy{
+		Methods:                 []v1.WorkloadUpdateMethod{"LiveMigrate"},
+		MaxMigrationsPerNode:    ptr(int32(2)),
+		MaxMigrationsPerCluster: ptr(int32(8)),
+		BatchEvictionInterval:   &metav1.Duration{Duration: 2 * time.Second},
+		RetryBackoff:            &metav1.Duration{Duration: time.Second},
+		MaxRetryBackoff:         &metav1.Duration{Duration: 4 * time.Second},
+		MaxFailures:             ptr(int32(5)),
+		EvictAfterMaxFailures:   true,
+		Paused:                  true,
+		Windows:                 []v1.MaintenanceWindow{{Start: "01:00", Duration: metav1.Duration{Duration: time.Hour}}},
+	}
 	s = SettingsFrom(kv)
-	if s.Methods != both || s.BatchEvictionSize != 30 || s.BatchEvictionInterval != 2*time.Second ||
-		s.ParallelMigrations != 7 || !s.LastEvictionBatch.Equal(t0) {
+	want := Backoff{Initial: time.Second, Max: 4 * time.Second, MaxFailures: 5, EvictAfterMaxFailures: true}
+	if s.Methods != (Methods{LiveMigrate: true}) || s.PerNode != 2 || s.PerCluster != 8 || s.BatchEvictionSize != 30 ||
+		s.BatchEvictionInterval != 2*time.Second || s.Backoff != want || !s.Paused || len(s.Windows) != 1 ||
+		!s.LastEvictionBatch.Equal(t0) {
 		t.Fatalf("custom: %+v", s)
 	}
 	kv.Status.WorkloadUpdates.LastEvictionBatch = nil
 	if !LastEvictionBatch(kv).IsZero() {
 		t.Fatal("no recorded batch must read as never")
 	}
-	zero := uint32(0)
-	kv.Spec.Configuration.MigrationConfiguration.ParallelMigrationsPerCluster = &zero
-	in := inputs(many("vm", 3, oldImage, migratable), nil, both)
-	in.ParallelMigrations = SettingsFrom(kv).ParallelMigrations
-	if p := PlanUpdate(in); len(p.Migrate) != 0 {
-		t.Fatalf("parallel 0 created %d migrations", len(p.Migrate))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestActorOf(t *testing.T) {
+	live := []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}
+	cases := []struct {
+		name     string
+		upstream []v1.WorkloadUpdateMethod
+		ours     *v1.WorkloadUpdatePolicy
+		want     v1.WorkloadUpdateActor
+		ignored  bool
+	}{
+		{"nothing listed", nil, nil, v1.ActorNone, false},
+		{"upstream's field: virt-controller", live, nil, v1.ActorVirtController, false},
+		{"ours: virt-operator", nil, &v1.WorkloadUpdatePolicy{Methods: live}, v1.ActorVirtOperator, false},
+		{"ours without methods: none", nil, &v1.WorkloadUpdatePolicy{Paused: true}, v1.ActorNone, false},
+		{"both (an old CR): virt-controller, ours ignored", live, &v1.WorkloadUpdatePolicy{Methods: live}, v1.ActorVirtController, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			kv := &v1.KubeVirt{}
+			kv.Spec.WorkloadUpdateStrategy.WorkloadUpdateMethods, kv.Spec.WorkloadUpdates = c.upstream, c.ours
+			got, ignored := ActorOf(kv)
+			if got != c.want || (ignored != "") != c.ignored {
+				t.Fatalf("ActorOf = %s %q, want %s (ignored %v)", got, ignored, c.want, c.ignored)
+			}
+		})
 	}
 }

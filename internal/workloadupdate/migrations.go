@@ -44,10 +44,13 @@ func isRunningPhase(p v1.VirtualMachineInstanceMigrationPhase) bool {
 type Index struct {
 	// Unfinished are the unfinished migrations per targeted VMI, in list order.
 	Unfinished map[Key][]*v1.VirtualMachineInstanceMigration
-	// Failed counts failed workload-update migrations per VMI (retry them later).
-	Failed map[Key]int
-	// Active is how many migration slots are taken: every migration in a running
-	// phase, plus the updater's own unfinished migrations not yet running.
+	// Finished are the Succeeded and Failed migrations per VMI (the backoff
+	// reads them).
+	Finished map[Key][]*v1.VirtualMachineInstanceMigration
+	// Slots are the migrations taking a migration slot: every migration in a
+	// running phase, plus the updater's own unfinished migrations not yet running.
+	Slots []*v1.VirtualMachineInstanceMigration
+	// Active is len(Slots).
 	Active int
 }
 
@@ -55,23 +58,31 @@ type Index struct {
 func IndexMigrations(migs []v1.VirtualMachineInstanceMigration) Index {
 	ix := Index{
 		Unfinished: map[Key][]*v1.VirtualMachineInstanceMigration{},
-		Failed:     map[Key]int{},
+		Finished:   map[Key][]*v1.VirtualMachineInstanceMigration{},
 	}
 	for i := range migs {
 		m := &migs[i]
 		k := MigrationKey(m)
 		if IsFinished(m) {
-			if m.Status.Phase == v1.MigrationFailed && IsWorkloadUpdate(m) {
-				ix.Failed[k]++
-			}
+			ix.Finished[k] = append(ix.Finished[k], m)
 			continue
 		}
 		ix.Unfinished[k] = append(ix.Unfinished[k], m)
 		if isRunningPhase(m.Status.Phase) || IsWorkloadUpdate(m) {
-			ix.Active++
+			ix.Slots = append(ix.Slots, m)
 		}
 	}
+	ix.Active = len(ix.Slots)
 	return ix
+}
+
+// sourceNode is the node a migration leaves: its migration state's, else the
+// node its VMI runs on now.
+func sourceNode(m *v1.VirtualMachineInstanceMigration, nodeOf map[Key]string) string {
+	if s := m.Status.MigrationState; s != nil && s.SourceNode != "" {
+		return s.SourceNode
+	}
+	return nodeOf[MigrationKey(m)]
 }
 
 // NewMigration builds the workload-update migration for vmi. A VMI with a pending

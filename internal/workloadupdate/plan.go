@@ -1,6 +1,7 @@
 package workloadupdate
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -55,8 +56,24 @@ type Plan struct {
 	InFlight int
 	// ActiveMigrations is how many migration slots were taken before this plan.
 	ActiveMigrations int
+	// ClusterCap is how many migrations may run at once now.
+	ClusterCap int
 	// WaitingMigrate and WaitingEvict count candidates left for a later step.
 	WaitingMigrate, WaitingEvict int
+	// Choices count the outdated VMIs by how they are to be moved.
+	Choices v1.WorkloadUpdateChoices
+	// BackingOff counts VMIs waiting out the backoff after a failed migration.
+	BackingOff int
+	// NeedsAttention are the VMIs whose migrations failed MaxFailures times,
+	// with their failure counts, sorted.
+	NeedsAttention []Attention
+	// InvalidChoices are outdated VMIs whose choice value means nothing, with it.
+	InvalidChoices map[Key]string
+	// Hold says why nothing new starts (paused, outside the windows); empty when
+	// new moves may start.
+	Hold string
+	// Window is the maintenance windows' state at Now.
+	Window WindowState
 	// EvictionBatchAt is set (to Now) when Evict is non-empty: store it as the last
 	// eviction batch once the evictions were sent.
 	EvictionBatchAt *time.Time
@@ -66,10 +83,13 @@ type Plan struct {
 	RequeueAfter time.Duration
 }
 
+// Attention is a VMI that needs attention, and how many migrations failed.
+type Attention struct {
+	Key      Key
+	Failures int
+}
+
 func (in Inputs) withDefaults() Inputs {
-	if in.ParallelMigrations == 0 {
-		in.ParallelMigrations = DefaultParallelMigrations
-	}
 	if in.BatchEvictionSize <= 0 {
 		in.BatchEvictionSize = DefaultBatchEvictionSize
 	}
@@ -79,64 +99,160 @@ func (in Inputs) withDefaults() Inputs {
 	return in
 }
 
+// candidates is the classification pass's result, before the rate controls.
+type candidates struct {
+	migrate, evict []*v1.VirtualMachineInstance
+	failures       map[Key]int
+	outdatedNodes  map[string]bool
+	retryAt        time.Time // the earliest end of a backoff
+}
+
 // PlanUpdate classifies every VMI and applies the rate controls. It does not check
 // the Gate: callers do that first.
 func PlanUpdate(in Inputs) Plan {
 	in = in.withDefaults()
 	ix := IndexMigrations(in.Migrations)
 	p := Plan{ActiveMigrations: ix.Active, Decisions: make(map[Key]Decision, len(in.VMIs))}
-	var migrate, evict []*v1.VirtualMachineInstance
+	c := classifyAll(in, ix, &p)
+	sort.Slice(p.Abort, func(i, j int) bool { return lessVMI(p.Abort[i].VMI, p.Abort[j].VMI) })
+	sort.Slice(p.NeedsAttention, func(i, j int) bool { return p.NeedsAttention[i].Key.String() < p.NeedsAttention[j].Key.String() })
+
+	p.Window = Windows(in.Windows, in.Now)
+	p.Hold = holdReason(in.Paused, p.Window)
+	p.ClusterCap = clusterCap(in.Settings, len(c.outdatedNodes))
+	next := nextBatch(in.LastEvictionBatch, in.BatchEvictionInterval, in.Now)
+	if p.Hold == "" {
+		pace := Pacing{ClusterCap: p.ClusterCap, PerNode: in.PerNode, ActiveByNode: activeByNode(ix, in.VMIs)}
+		for _, vmi := range pace.pick(order(c.migrate, in.Seed, c.failures), p.ClusterCap-ix.Active) {
+			p.Migrate = append(p.Migrate, MigrationRequest{VMI: vmi, Priority: p.Decisions[KeyOf(vmi)].Priority})
+		}
+		if len(c.evict) > 0 && !in.Now.Before(next) {
+			evict := order(c.evict, in.Seed^0x9e3779b97f4a7c15, nil)
+			p.Evict = evict[:min(in.BatchEvictionSize, len(evict))]
+			now := in.Now
+			p.EvictionBatchAt = &now
+			next = in.Now.Add(in.BatchEvictionInterval)
+		}
+	}
+	p.WaitingMigrate = len(c.migrate) - len(p.Migrate)
+	p.WaitingEvict = len(c.evict) - len(p.Evict)
+	p.RequeueAfter = requeue(p, in.Now, next, c.retryAt, p.Window.NextOpen)
+	return p
+}
+
+// classifyAll puts every VMI in its bucket, applying its choice and the backoff,
+// and fills the plan's counts.
+func classifyAll(in Inputs, ix Index, p *Plan) candidates {
+	c := candidates{failures: map[Key]int{}, outdatedNodes: map[string]bool{}}
 	for i := range in.VMIs {
 		vmi := &in.VMIs[i]
 		k := KeyOf(vmi)
 		if _, dup := p.Decisions[k]; dup {
 			continue // a list never holds one key twice; be safe anyway
 		}
-		d := Classify(vmi, in.TargetLauncherImage, ix.Unfinished, in.Methods)
+		choice, raw := ChoiceOf(vmi)
+		d := Classify(vmi, in.TargetLauncherImage, ix.Unfinished, choice.methodsFor(in.Methods))
 		switch {
 		case d.Bucket == Evict && in.Evicting[k]:
 			d.Bucket, d.Reason = InFlight, "eviction sent"
 		case (d.Bucket == Migrate || d.Bucket == Evict) && in.Settling[k]:
 			d.Bucket, d.Reason = InFlight, "migration succeeded, VMI not updated yet"
+		case d.Bucket == Migrate:
+			d = c.backOff(in, p, vmi, choice, ix.Finished[k], d)
+		case d.Outdated && d.Bucket == Skip && choice == ChoiceNone:
+			d.Reason = "left alone by its " + ChoiceKey
+		case d.Outdated && d.Bucket == Skip && choice == ChoiceInvalid:
+			d.Reason = "left alone: invalid " + ChoiceKey
 		}
 		p.Decisions[k] = d
 		if d.Outdated {
 			p.Outdated++
+			c.outdatedNodes[vmi.Status.NodeName] = true
+			countChoice(&p.Choices, choice, d.Bucket)
+			if choice == ChoiceInvalid {
+				if p.InvalidChoices == nil {
+					p.InvalidChoices = map[Key]string{}
+				}
+				p.InvalidChoices[k] = raw
+			}
 		}
 		switch d.Bucket {
 		case Migrate:
-			migrate = append(migrate, vmi)
+			c.migrate = append(c.migrate, vmi)
 		case Evict:
-			evict = append(evict, vmi)
+			c.evict = append(c.evict, vmi)
 		case Abort:
 			p.Abort = append(p.Abort, AbortRequest{VMI: vmi, Migrations: d.AbortMigrations})
 		case InFlight:
 			p.InFlight++
 		}
 	}
-	sort.Slice(p.Abort, func(i, j int) bool { return lessVMI(p.Abort[i].VMI, p.Abort[j].VMI) })
+	return c
+}
 
-	migrate = order(migrate, in.Seed, ix.Failed)
-	slots := in.ParallelMigrations - ix.Active
-	for _, vmi := range migrate {
-		if len(p.Migrate) >= slots {
-			break
+// backOff applies the backoff to a VMI that would be migrated: it waits, or it
+// needs attention (and is then evicted when the settings say so), or it goes.
+func (c *candidates) backOff(in Inputs, p *Plan, vmi *v1.VirtualMachineInstance, choice Choice,
+	finished []*v1.VirtualMachineInstanceMigration, d Decision) Decision {
+	f := failuresOf(vmi, finished)
+	c.failures[KeyOf(vmi)] = f.Count
+	verdict, at := in.Backoff.Decide(f, in.Now)
+	switch verdict {
+	case Wait:
+		p.BackingOff++
+		if c.retryAt.IsZero() || at.Before(c.retryAt) {
+			c.retryAt = at
 		}
-		p.Migrate = append(p.Migrate, MigrationRequest{VMI: vmi, Priority: p.Decisions[KeyOf(vmi)].Priority})
+		d.Bucket, d.Reason = Skip, fmt.Sprintf("backing off after %d failed migrations, until %s", f.Count, at.UTC().Format(time.RFC3339))
+	case GiveUp:
+		p.NeedsAttention = append(p.NeedsAttention, Attention{Key: KeyOf(vmi), Failures: f.Count})
+		d.Bucket, d.Reason = Skip, fmt.Sprintf("needs attention: %d failed migrations", f.Count)
+		if in.Backoff.EvictAfterMaxFailures && choice != ChoiceLiveMigrate {
+			d.Bucket, d.Reason = Evict, d.Reason+", evicted instead"
+		}
 	}
-	p.WaitingMigrate = len(migrate) - len(p.Migrate)
+	return d
+}
 
-	next := nextBatch(in.LastEvictionBatch, in.BatchEvictionInterval, in.Now)
-	if len(evict) > 0 && !in.Now.Before(next) {
-		evict = order(evict, in.Seed^0x9e3779b97f4a7c15, nil)
-		p.Evict = evict[:min(in.BatchEvictionSize, len(evict))]
-		now := in.Now
-		p.EvictionBatchAt = &now
-		next = in.Now.Add(in.BatchEvictionInterval)
+func countChoice(c *v1.WorkloadUpdateChoices, choice Choice, b Bucket) {
+	switch {
+	case choice == ChoiceNone:
+		c.Leave++
+	case choice == ChoiceInvalid:
+		c.Invalid++
+	case choice == ChoiceEvict || b == Evict:
+		c.Evict++
+	default:
+		c.LiveMigrate++
 	}
-	p.WaitingEvict = len(evict) - len(p.Evict)
-	p.RequeueAfter = requeue(p, next, in.Now)
-	return p
+}
+
+// holdReason is why nothing new starts, or "".
+func holdReason(paused bool, w WindowState) string {
+	switch {
+	case paused:
+		return "paused: spec.workloadUpdates.paused is true"
+	case w.Open:
+		return ""
+	case !w.NextOpen.IsZero():
+		return "outside the maintenance windows; the next opens at " + w.NextOpen.UTC().Format(time.RFC3339)
+	case w.Err != nil:
+		return "no maintenance window can open: " + w.Err.Error()
+	}
+	return "outside the maintenance windows"
+}
+
+// activeByNode counts the slot-taking migrations by the node they leave.
+func activeByNode(ix Index, vmis []v1.VirtualMachineInstance) map[string]int {
+	nodeOf := make(map[Key]string, len(vmis))
+	for i := range vmis {
+		nodeOf[KeyOf(&vmis[i])] = vmis[i].Status.NodeName
+	}
+	out := map[string]int{}
+	for _, m := range ix.Slots {
+		out[sourceNode(m, nodeOf)]++
+	}
+	return out
 }
 
 // nextBatch is when the next eviction batch may run. A last batch slightly in the
@@ -149,18 +265,25 @@ func nextBatch(last time.Time, interval time.Duration, now time.Time) time.Time 
 	return last.Add(interval)
 }
 
-// requeue: while evictions wait, the time until the next batch (at most the
-// resync); while other work remains, the resync; idle, 0.
-func requeue(p Plan, next, now time.Time) time.Duration {
+// requeue: idle, 0 (only events); else the soonest of the next eviction batch
+// (while evictions wait), the end of a backoff and the next window opening, at
+// most the resync.
+func requeue(p Plan, now, nextBatch, retryAt, nextOpen time.Time) time.Duration {
 	if p.Outdated == 0 && p.InFlight == 0 && len(p.Abort) == 0 {
 		return 0
 	}
-	if p.WaitingEvict > 0 {
-		if d := next.Sub(now); d > 0 && d < ResyncInterval {
-			return d
+	d := ResyncInterval
+	soonest := func(at time.Time) {
+		if w := at.Sub(now); !at.IsZero() && w > 0 && w < d {
+			d = w
 		}
 	}
-	return ResyncInterval
+	if p.WaitingEvict > 0 {
+		soonest(nextBatch)
+	}
+	soonest(retryAt)
+	soonest(nextOpen)
+	return d
 }
 
 // order sorts the candidates by key, shuffles them with the seed, then moves the

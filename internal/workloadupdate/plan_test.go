@@ -210,8 +210,22 @@ func checkInvariants(t *testing.T, in Inputs, p Plan) {
 	t.Helper()
 	in = in.withDefaults()
 	ix := IndexMigrations(in.Migrations)
-	if limit := max(in.ParallelMigrations-ix.Active, 0); len(p.Migrate) > limit {
-		t.Fatalf("%d new migrations > limit %d - active %d", len(p.Migrate), in.ParallelMigrations, ix.Active)
+	if limit := max(p.ClusterCap-ix.Active, 0); len(p.Migrate) > limit {
+		t.Fatalf("%d new migrations > cap %d - active %d", len(p.Migrate), p.ClusterCap, ix.Active)
+	}
+	if in.ParallelMigrations != 0 && p.ClusterCap > max(in.ParallelMigrations, 0) {
+		t.Fatalf("cluster cap %d > parallelMigrationsPerCluster %d", p.ClusterCap, in.ParallelMigrations)
+	}
+	if in.PerNode > 0 {
+		out := activeByNode(ix, in.VMIs)
+		for _, r := range p.Migrate {
+			if out[r.VMI.Status.NodeName]++; out[r.VMI.Status.NodeName] > in.PerNode {
+				t.Fatalf("node %q sends %d migrations, cap %d", r.VMI.Status.NodeName, out[r.VMI.Status.NodeName], in.PerNode)
+			}
+		}
+	}
+	if p.Hold != "" && (len(p.Migrate) > 0 || len(p.Evict) > 0) {
+		t.Fatalf("held (%s) yet %d migrations and %d evictions start", p.Hold, len(p.Migrate), len(p.Evict))
 	}
 	if len(p.Evict) > in.BatchEvictionSize {
 		t.Fatalf("%d evictions > batch %d", len(p.Evict), in.BatchEvictionSize)

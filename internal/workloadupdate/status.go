@@ -16,14 +16,26 @@ type Done struct {
 	EvictionBatchAt *time.Time
 }
 
-// NextStatus is status.workloadUpdates after one reconcile towards targetID. The
-// counters start again when the target changes; the last eviction batch carries
-// over, since the interval is about the cluster, not the deployment.
-func NextStatus(prev *v1.WorkloadUpdatesStatus, targetID string, p Plan, done Done, blocked string) *v1.WorkloadUpdatesStatus {
-	next := &v1.WorkloadUpdatesStatus{DeploymentID: targetID}
+// Report is what status says beside the plan's counts.
+type Report struct {
+	TargetID string
+	Actor    v1.WorkloadUpdateActor
+	Paused   bool
+	// Blocked says why the updater does not act now (empty when it may).
+	Blocked string
+}
+
+// maxNamed is how many VMIs needing attention status names.
+const maxNamed = 10
+
+// NextStatus is status.workloadUpdates after one reconcile towards r.TargetID.
+// The counters start again when the target changes; the last eviction batch
+// carries over, since the interval is about the cluster, not the deployment.
+func NextStatus(prev *v1.WorkloadUpdatesStatus, r Report, p Plan, done Done) *v1.WorkloadUpdatesStatus {
+	next := &v1.WorkloadUpdatesStatus{DeploymentID: r.TargetID, Actor: r.Actor, Paused: r.Paused, Blocked: r.Blocked}
 	if prev != nil {
 		next.LastEvictionBatch = prev.LastEvictionBatch
-		if prev.DeploymentID == targetID {
+		if prev.DeploymentID == r.TargetID {
 			next.MigrationsCreated, next.Evicted = prev.MigrationsCreated, prev.Evicted
 		}
 	}
@@ -35,7 +47,28 @@ func NextStatus(prev *v1.WorkloadUpdatesStatus, targetID string, p Plan, done Do
 	next.MigrationsInFlight = p.ActiveMigrations + done.Created
 	next.WaitingForMigration = p.WaitingMigrate + len(p.Migrate) - done.Created
 	next.WaitingForEviction = p.WaitingEvict + len(p.Evict) - done.Evicted
-	next.Blocked = blocked
+	next.Outdated = p.Outdated
+	if p.Outdated > 0 {
+		choices := p.Choices
+		next.Choices = &choices
+	}
+	next.BackingOff = p.BackingOff
+	next.NeedsAttention = len(p.NeedsAttention)
+	for _, a := range p.NeedsAttention[:min(maxNamed, len(p.NeedsAttention))] {
+		next.NeedsAttentionVMIs = append(next.NeedsAttentionVMIs, a.Key.String())
+	}
+	if p.Window.Windows > 0 {
+		next.Window = &v1.WorkloadUpdateWindowStatus{Open: p.Window.Open}
+		if !p.Window.NextOpen.IsZero() {
+			next.Window.NextOpen = &metav1.Time{Time: p.Window.NextOpen.UTC().Truncate(time.Second)}
+		}
+		if p.Window.Err != nil {
+			next.Window.Error = p.Window.Err.Error()
+		}
+	}
+	if next.Blocked == "" {
+		next.Blocked = p.Hold
+	}
 	return next
 }
 

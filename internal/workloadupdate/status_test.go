@@ -1,9 +1,11 @@
 package workloadupdate
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -38,15 +40,44 @@ func TestNextStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := NextStatus(tt.prev, tt.target, plan, tt.done, tt.blocked)
+			got := NextStatus(tt.prev, Report{TargetID: tt.target, Blocked: tt.blocked}, plan, tt.done)
 			if got.LastEvictionBatch != nil && tt.want.LastEvictionBatch != nil &&
 				got.LastEvictionBatch.Equal(tt.want.LastEvictionBatch) {
 				got.LastEvictionBatch = tt.want.LastEvictionBatch
 			}
-			if *got != tt.want {
+			if !equality.Semantic.DeepEqual(*got, tt.want) {
 				t.Fatalf("got %+v\nwant %+v", *got, tt.want)
 			}
 		})
+	}
+}
+
+func TestNextStatusReportsChoicesAttentionAndWindow(t *testing.T) {
+	names := make([]Attention, 12)
+	for i := range names {
+		names[i] = Attention{Key: Key{"ns", fmt.Sprintf("vm-%02d", i)}, Failures: 3}
+	}
+	next := t0.Add(time.Hour + 300*time.Millisecond)
+	plan := Plan{Outdated: 20, Choices: v1.WorkloadUpdateChoices{LiveMigrate: 5, Evict: 2, Leave: 13},
+		BackingOff: 1, NeedsAttention: names, Hold: "outside the maintenance windows",
+		Window: WindowState{Windows: 1, NextOpen: next}}
+	got := NextStatus(nil, Report{TargetID: "a", Actor: v1.ActorVirtOperator, Paused: false}, plan, Done{})
+	if got.Actor != v1.ActorVirtOperator || got.Outdated != 20 || *got.Choices != plan.Choices || got.BackingOff != 1 {
+		t.Errorf("counts: %+v", got)
+	}
+	if got.NeedsAttention != 12 || len(got.NeedsAttentionVMIs) != maxNamed || got.NeedsAttentionVMIs[0] != "ns/vm-00" {
+		t.Errorf("attention: %d %v", got.NeedsAttention, got.NeedsAttentionVMIs)
+	}
+	if got.Window == nil || got.Window.Open || !got.Window.NextOpen.Time.Equal(t0.Add(time.Hour)) {
+		t.Errorf("window: %+v", got.Window)
+	}
+	if got.Blocked != plan.Hold {
+		t.Errorf("blocked %q, want the hold %q", got.Blocked, plan.Hold)
+	}
+	// A gate reason wins over the hold; no windows, no window status.
+	got = NextStatus(nil, Report{TargetID: "a", Blocked: "upgrading"}, Plan{Hold: "paused"}, Done{})
+	if got.Blocked != "upgrading" || got.Window != nil || got.Choices != nil {
+		t.Errorf("gated: %+v", got)
 	}
 }
 

@@ -31,6 +31,14 @@ func TestKubeVirtCRDRejectsBadInput(t *testing.T) {
 		{"fast step not a count or percentage", `handlerRollout: {fastStep: "ten"}`, "spec.handlerRollout.fastStep"},
 		{"bake time not a duration", `handlerRollout: {bakeTime: "a while"}`, "spec.handlerRollout.bakeTime"},
 		{"maxCrashing above 100%", `handlerRollout: {maxCrashing: "150%"}`, "spec.handlerRollout.maxCrashing"},
+		{"both updaters", `{workloadUpdateStrategy: {workloadUpdateMethods: [Evict]}, workloadUpdates: {methods: [LiveMigrate]}}`, "spec.workloadUpdates configures virt-operator's workload updater and cannot be set while spec.workloadUpdateStrategy.workloadUpdateMethods lists a method"},
+		{"unknown method of ours", `workloadUpdates: {methods: [Reboot]}`, "spec.workloadUpdates.methods[0]"},
+		{"zero per-node cap", `workloadUpdates: {maxMigrationsPerNode: 0}`, "spec.workloadUpdates.maxMigrationsPerNode"},
+		{"maxFailures beyond what KubeVirt keeps", `workloadUpdates: {maxFailures: 6}`, "spec.workloadUpdates.maxFailures"},
+		{"retryBackoff not a duration", `workloadUpdates: {retryBackoff: soon}`, "spec.workloadUpdates.retryBackoff"},
+		{"window start not HH:MM", `workloadUpdates: {windows: [{start: "25:00", duration: 1h}]}`, "spec.workloadUpdates.windows[0].start"},
+		{"window without a duration", `workloadUpdates: {windows: [{start: "01:00"}]}`, "spec.workloadUpdates.windows[0].duration"},
+		{"window on a day that is none", `workloadUpdates: {windows: [{start: "01:00", duration: 1h, days: [Caturday]}]}`, "spec.workloadUpdates.windows[0].days[0]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,6 +73,20 @@ configuration: {someFutureSetting: {kept: true}}`)
 	}
 	if _, found, _ := unstructured.NestedMap(got.Object, "spec", "configuration", "someFutureSetting"); !found {
 		t.Fatalf("unknown configuration field was pruned: %v", got.Object["spec"])
+	}
+	ours := kubeVirtFromYAML(t, ns, `
+workloadUpdates:
+  methods: [LiveMigrate, Evict]
+  maxMigrationsPerNode: 2
+  maxMigrationsPerCluster: 10
+  retryBackoff: 30s
+  maxRetryBackoff: 10m
+  maxFailures: 5
+  evictAfterMaxFailures: true
+  paused: true
+  windows: [{days: [Saturday, Sunday], start: "02:00", duration: 4h, timeZone: Europe/Berlin}]`)
+	if err := k8s.Create(ctx, ours); err != nil {
+		t.Fatalf("valid spec.workloadUpdates refused: %v", err)
 	}
 }
 

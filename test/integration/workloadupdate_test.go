@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -41,7 +43,11 @@ type updaterHarness struct {
 	stop   func()
 }
 
-func newUpdaterHarness(t *testing.T, spec v1.KubeVirtWorkloadUpdateStrategy) *updaterHarness {
+func newUpdaterHarness(t *testing.T, policy *v1.WorkloadUpdatePolicy) *updaterHarness {
+	return newUpdaterHarnessFor(t, v1.KubeVirtSpec{WorkloadUpdates: policy})
+}
+
+func newUpdaterHarnessFor(t *testing.T, spec v1.KubeVirtSpec) *updaterHarness {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ns := createNamespace(t, ctx, "wu-operator")
@@ -49,7 +55,7 @@ func newUpdaterHarness(t *testing.T, spec v1.KubeVirtWorkloadUpdateStrategy) *up
 	cfg.ID = cfg.ComputeID()
 	h := &updaterHarness{t: t, ctx: ctx, newImg: cfg.Image(deployid.Launcher)}
 	h.kv = &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: ns},
-		Spec: v1.KubeVirtSpec{WorkloadUpdateStrategy: spec}}
+		Spec: spec}
 	must(t, k8s.Create(ctx, h.kv))
 	h.kv.Status = v1.KubeVirtStatus{Phase: v1.KubeVirtPhaseDeployed,
 		TargetDeploymentConfig: cfg.JSON(), TargetDeploymentID: cfg.ID, ObservedDeploymentID: "the-old-one"}
@@ -180,8 +186,11 @@ func (h *updaterHarness) finish(m v1.VirtualMachineInstanceMigration, p v1.Virtu
 	must(h.t, k8s.Status().Update(h.ctx, &m))
 }
 
+// outdatedIs reads the operator's count: status.outdatedVirtualMachineInstanceWorkloads
+// is virt-controller's, and no virt-controller runs here.
 func outdatedIs(kv *v1.KubeVirt, n int) bool {
-	return kv.Status.OutdatedVirtualMachineInstanceWorkloads != nil && *kv.Status.OutdatedVirtualMachineInstanceWorkloads == n
+	w := kv.Status.WorkloadUpdates
+	return w != nil && w.Outdated == n && kv.Status.OutdatedVirtualMachineInstanceWorkloads == nil
 }
 
 func must(t *testing.T, err error) {
@@ -193,10 +202,13 @@ func must(t *testing.T, err error) {
 
 // Closed gate: counted, not moved. Open gate: five migrations, no more, none
 // duplicated across a restart; each finished one frees its slot at once; a failed
-// one is an Event and the VMI is retried.
+// one is an Event and the VMI is retried after its backoff.
 func TestWorkloadUpdaterMigrations(t *testing.T) {
-	h := newUpdaterHarness(t, v1.KubeVirtWorkloadUpdateStrategy{
-		WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}})
+	// The VMIs have no node: one "node" sends all five.
+	h := newUpdaterHarness(t, &v1.WorkloadUpdatePolicy{
+		Methods:              []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate},
+		MaxMigrationsPerNode: ptr.To(int32(5)), MaxMigrationsPerCluster: ptr.To(int32(5)),
+		RetryBackoff: &metav1.Duration{Duration: time.Second}})
 	h.createVMIs("mig", 12, true)
 
 	h.eventually("the outdated count while the upgrade runs", func() bool {
@@ -263,9 +275,9 @@ func TestWorkloadUpdaterMigrations(t *testing.T) {
 // without a launcher pod is a Warning Event, not a crash.
 func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
 	interval := 3 * time.Second
-	h := newUpdaterHarness(t, v1.KubeVirtWorkloadUpdateStrategy{
-		WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodEvict},
-		BatchEvictionSize:     ptr.To(4),
+	h := newUpdaterHarness(t, &v1.WorkloadUpdatePolicy{
+		Methods:               []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodEvict},
+		BatchEvictionSize:     ptr.To(int32(4)),
 		BatchEvictionInterval: &metav1.Duration{Duration: interval},
 	})
 	h.createVMIs("ev", 6, false)
@@ -313,4 +325,70 @@ func hasEvent(h *updaterHarness, vmiName, eventType, reason string) bool {
 		}
 	}
 	return false
+}
+
+// With upstream's field set, virt-controller moves the VMs: the operator only
+// counts them and says who acts.
+func TestWorkloadUpdaterOnlyCountsWhenVirtControllerActs(t *testing.T) {
+	h := newUpdaterHarnessFor(t, v1.KubeVirtSpec{WorkloadUpdateStrategy: v1.KubeVirtWorkloadUpdateStrategy{
+		WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate, v1.WorkloadUpdateMethodEvict}}})
+	h.createVMIs("up", 4, true)
+	h.createVMIs("upstuck", 2, false)
+	h.openGate()
+	h.eventually("virt-controller named as the actor, the VMIs counted", func() bool {
+		w := h.kubeVirt().Status.WorkloadUpdates
+		return w != nil && w.Actor == v1.ActorVirtController && w.Outdated == 6 &&
+			strings.Contains(w.Blocked, "virt-controller moves the VMs")
+	})
+	time.Sleep(2 * time.Second)
+	if n := len(h.migrations()); n != 0 {
+		t.Fatalf("the operator created %d migrations beside virt-controller", n)
+	}
+	pods := &corev1.PodList{}
+	must(t, k8s.List(h.ctx, pods, client.InNamespace(wuNamespace)))
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			t.Fatalf("the operator evicted %s beside virt-controller", p.Name)
+		}
+	}
+	if outdated := h.kubeVirt().Status.OutdatedVirtualMachineInstanceWorkloads; outdated != nil {
+		t.Fatalf("the operator wrote virt-controller's outdatedVirtualMachineInstanceWorkloads (%d)", *outdated)
+	}
+}
+
+// VMI churn while the gate is closed costs no plan at all.
+func TestWorkloadUpdaterIsQuietWhileGated(t *testing.T) {
+	h := newUpdaterHarness(t, &v1.WorkloadUpdatePolicy{Methods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}})
+	h.createVMIs("quiet", 5, true)
+	h.eventually("the gated count", func() bool { return outdatedIs(h.kubeVirt(), 5) })
+	time.Sleep(500 * time.Millisecond) // the creation burst's plans are done
+	before := plansMade(t)
+	for round := range 10 {
+		for i := range 5 {
+			vmi := &v1.VirtualMachineInstance{}
+			must(t, k8s.Get(h.ctx, client.ObjectKey{Namespace: wuNamespace, Name: fmt.Sprintf("quiet-%03d", i)}, vmi))
+			vmi.Status.Conditions = append(vmi.Status.Conditions[:1], v1.VirtualMachineInstanceCondition{
+				Type: "AgentConnected", Status: corev1.ConditionStatus([]string{"True", "False"}[round%2])})
+			must(t, k8s.Update(h.ctx, vmi))
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if made := plansMade(t) - before; made != 0 {
+		t.Fatalf("50 VMI updates under a closed gate cost %v plans, want 0", made)
+	}
+	h.openGate()
+	h.eventually("the gate opened: a migration", func() bool { return len(h.migrations()) > 0 })
+}
+
+func plansMade(t *testing.T) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	must(t, err)
+	for _, f := range families {
+		if f.GetName() == workloadupdate.PlansMetric {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("%s is not registered", workloadupdate.PlansMetric)
+	return 0
 }

@@ -3,13 +3,13 @@ package workloadupdate
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -39,6 +39,10 @@ type Reconciler struct {
 	Clock     clock.PassiveClock
 
 	pending *pending
+	notices *notices
+	// gateClosed: the last reconcile found the gate closed; VMI and migration
+	// events are dropped until the CR's status changes.
+	gateClosed atomic.Bool
 }
 
 // pendingRecheck is how soon to look again while this process's own writes have
@@ -47,32 +51,47 @@ const pendingRecheck = time.Second
 
 // SetupWithManager registers the controller: the KubeVirt CR, its VMIs and the
 // migrations all map to the active CR, so one reconcile sees the whole picture.
+// VMI and migration events are dropped while the gate is closed (the CR's next
+// status change reopens it), VMI updates that change nothing the updater reads are
+// dropped always, and VMI events are gathered over vmiEventWindow.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
 	r.pending = newPending()
+	r.notices = newNotices()
 	toActive := handler.EnqueueRequestsFromMapFunc(r.activeRequest)
 	return ctrl.ControllerManagedBy(mgr).Named("workloadupdate").
 		Watches(&v1.KubeVirt{}, toActive).
-		Watches(&v1.VirtualMachineInstance{}, toActive).
-		Watches(&v1.VirtualMachineInstanceMigration{}, toActive).
+		Watches(&v1.VirtualMachineInstance{}, r.coalesced(vmiEventWindow), ctrl.WithPredicates(r.vmiPredicate())).
+		Watches(&v1.VirtualMachineInstanceMigration{}, toActive, ctrl.WithPredicates(r.openGatePredicate())).
 		Complete(r)
 }
 
 // Reconcile plans one step for the active KubeVirt CR and carries it out when the
-// gate is open; the counts are published either way.
+// gate is open and this operator is the CR's workload-update actor; the counts
+// are published either way.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	kv, err := r.active(ctx)
 	if err != nil || kv == nil {
-		setMetrics(0, 0)
+		r.gateClosed.Store(true)
+		setMetrics(core.Plan{}, 0)
 		return reconcile.Result{}, err
 	}
 	target, blocked := targetOf(kv)
+	r.gateClosed.Store(blocked != "")
 	if target.image == "" { // nothing to compare launchers with; the CR's next status change brings us back
-		setMetrics(0, 0)
+		setMetrics(core.Plan{}, 0)
 		log.FromContext(ctx).V(1).Info("workload updates wait", "reason", blocked)
 		return reconcile.Result{}, nil
+	}
+	actor, ignored := core.ActorOf(kv)
+	settings := core.SettingsFrom(kv)
+	if actor != v1.ActorVirtOperator {
+		settings.Methods = core.Methods{} // observe and count only
+		if blocked == "" {
+			blocked = observeReason(actor, ignored)
+		}
 	}
 	vmis := &v1.VirtualMachineInstanceList{}
 	if err := r.Client.List(ctx, vmis, client.UnsafeDisableDeepCopy); err != nil {
@@ -83,8 +102,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	now := r.Clock.Now()
-	r.reportFailures(migs.Items)
-	settings := core.SettingsFrom(kv)
 	settings.LastEvictionBatch = r.pending.lastEvictionBatch(settings.LastEvictionBatch)
 	withPending, gaps := r.pending.view(now, vmis.Items, migs.Items)
 	plan := core.PlanUpdate(core.Inputs{
@@ -92,9 +109,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		Settings: settings, Now: now, Seed: rand.Uint64(),
 		Evicting: gaps.evicting, Settling: gaps.settling,
 	})
+	plansTotal.Inc()
 	prev := r.pending.lastStatus(kv.Status.WorkloadUpdates)
 	var done core.Done
 	if blocked == "" {
+		r.reportFailures(migs.Items)
+		r.announce(plan, settings.Backoff.EvictAfterMaxFailures)
 		if plan.EvictionBatchAt != nil {
 			// Write-ahead: the batch time is stored before any eviction, so a
 			// restart right after them still honours the interval.
@@ -105,17 +125,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 		done = r.execute(ctx, plan, now)
 	}
-	setMetrics(plan.Outdated, plan.ActiveMigrations+done.Created)
-	if err := r.publish(ctx, kv, core.NextStatus(prev, target.id, plan, done, blocked), plan.Outdated); err != nil {
+	setMetrics(plan, done.Created)
+	report := core.Report{TargetID: target.id, Actor: actor, Paused: settings.Paused && actor == v1.ActorVirtOperator, Blocked: blocked}
+	if err := r.publish(ctx, kv, core.NextStatus(prev, report, plan, done)); err != nil {
 		return reconcile.Result{}, err
 	}
 	result := reconcile.Result{RequeueAfter: plan.RequeueAfter}
+	if actor != v1.ActorVirtOperator {
+		result.RequeueAfter = 0 // counting needs no resync: every change is an event
+	}
 	if r.pending.waiting() && (result.RequeueAfter == 0 || result.RequeueAfter > pendingRecheck) {
 		result.RequeueAfter = pendingRecheck
 	}
-	log.FromContext(ctx).V(1).Info("workload update", "outdated", plan.Outdated, "created", done.Created,
+	log.FromContext(ctx).V(1).Info("workload update", "actor", actor, "outdated", plan.Outdated, "created", done.Created,
 		"evicted", done.Evicted, "aborted", len(plan.Abort), "blocked", blocked)
 	return result, nil
+}
+
+// observeReason is status.workloadUpdates.blocked when another actor, or none,
+// moves the VMs.
+func observeReason(actor v1.WorkloadUpdateActor, ignored string) string {
+	switch {
+	case ignored != "":
+		return ignored
+	case actor == v1.ActorVirtController:
+		return "virt-controller moves the VMs (spec.workloadUpdateStrategy.workloadUpdateMethods); virt-operator only counts them"
+	}
+	return "no workload-update method is set (spec.workloadUpdates.methods or spec.workloadUpdateStrategy.workloadUpdateMethods): VMs are not moved"
 }
 
 type target struct{ id, image string }
@@ -169,16 +205,16 @@ func (r *Reconciler) recordBatch(ctx context.Context, kv *v1.KubeVirt, prev *v1.
 	return next, nil
 }
 
-// publish writes the outdated count and status.workloadUpdates when they differ
-// from what kv shows.
-func (r *Reconciler) publish(ctx context.Context, kv *v1.KubeVirt, next *v1.WorkloadUpdatesStatus, outdated int) error {
-	cur := kv.Status.OutdatedVirtualMachineInstanceWorkloads
-	if cur != nil && *cur == outdated && equality.Semantic.DeepEqual(kv.Status.WorkloadUpdates, next) {
+// publish writes status.workloadUpdates when it differs from what kv shows.
+// status.outdatedVirtualMachineInstanceWorkloads is virt-controller's: upstream's
+// workload updater writes it whenever the CR is Deployed, so this operator does
+// not (two writers of one field fight).
+func (r *Reconciler) publish(ctx context.Context, kv *v1.KubeVirt, next *v1.WorkloadUpdatesStatus) error {
+	if equality.Semantic.DeepEqual(kv.Status.WorkloadUpdates, next) {
 		r.pending.statusWritten(next)
 		return nil
 	}
 	original := kv.DeepCopy()
-	kv.Status.OutdatedVirtualMachineInstanceWorkloads = ptr.To(outdated)
 	kv.Status.WorkloadUpdates = next
 	err := r.Client.Status().Patch(ctx, kv, client.MergeFrom(original))
 	switch {

@@ -10,8 +10,16 @@
 //   - remembering its own writes until the cache shows them (pending.go), so an
 //     event that arrives before the informer catches up never causes a duplicate
 //     migration or a second eviction; after a restart the API is the only truth;
-//   - status.outdatedVirtualMachineInstanceWorkloads, status.workloadUpdates and
-//     the Prometheus metrics (metrics.go).
+//   - status.workloadUpdates (who acts, counts, choices, backoff, attention,
+//     pause and window) and the Prometheus metrics (metrics.go); the Events of a
+//     lasting state once (notices.go);
+//   - acting only as the CR's one actor: when spec.workloadUpdateStrategy lists
+//     methods, upstream's virt-controller moves the VMs (it has no switch) and this
+//     updater only counts them; it never writes virt-controller's
+//     status.outdatedVirtualMachineInstanceWorkloads;
+//   - staying quiet (watch.go): no plan for VMI or migration events while the
+//     gate is closed, none for VMI updates that change nothing it reads, and VMI
+//     bursts gathered into one plan.
 //
 // It is event-driven: a finished migration or a changed VMI brings it back at once;
 // the 30 s resync only covers what no event announces.

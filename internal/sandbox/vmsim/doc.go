@@ -48,6 +48,17 @@
 // pod with the current image; RerunOnFailure restarts Failed VMIs only, Halted
 // deletes the VMI. The VM's status says Starting, Running (ready) or Stopped.
 //
+// virt-controller's workload updater. As on a real cluster, virt-controller
+// moves outdated VMs when the KubeVirt CR's spec.workloadUpdateStrategy lists
+// methods, and writes status.outdatedVirtualMachineInstanceWorkloads whenever the
+// CR is Deployed with observed == target; the simulator plays that plainly, with
+// upstream's settings (parallelMigrationsPerCluster, default 5; batches of
+// batchEvictionSize per batchEvictionInterval; no per-node cap, no backoff),
+// reusing the operator's planner. It starts once the KubeVirt CRD is served.
+//
+// Placement: a VMI annotated NodeAnnotation="NAME" gets its first launcher pod
+// on node NAME, so tests can pack VMIs unevenly; migration targets go anywhere.
+//
 // Performance: the client has 500 QPS, each controller reconciles DefaultReconcilers
 // objects at once, and nothing is written when nothing changed, so a migration
 // costs the simulator a few milliseconds beyond its duration and a thousand VMIs

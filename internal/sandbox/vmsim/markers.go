@@ -14,6 +14,9 @@ const (
 	// FailMigrationsAnnotation="N" makes the VMI's next N migrations fail at their end
 	// time; the simulator counts it down and removes it at 0.
 	FailMigrationsAnnotation = "sandbox.virt-operator.io/fail-migrations"
+	// NodeAnnotation="NAME" starts the VMI's first launcher pod on node NAME (a
+	// migration's target pod goes anywhere): tests pack VMIs unevenly with it.
+	NodeAnnotation = "sandbox.virt-operator.io/node"
 )
 
 // Bookkeeping the simulator writes, so that its decisions survive a restart.

@@ -45,8 +45,16 @@ func launcherPodName(vmiName string, owner types.UID) string {
 }
 
 // launcherPod is the virt-launcher pod of vmi running image. kwok makes it Running
-// once kube-scheduler binds it to a kwok node.
+// once kube-scheduler binds it to a kwok node (NodeAnnotation's, when set).
 func launcherPod(vmi *v1.VirtualMachineInstance, image string) *corev1.Pod {
+	pod := newLauncherPod(vmi, image)
+	if node := vmi.Annotations[NodeAnnotation]; node != "" {
+		pod.Spec.NodeSelector[corev1.LabelHostname] = node
+	}
+	return pod
+}
+
+func newLauncherPod(vmi *v1.VirtualMachineInstance, image string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      launcherPodName(vmi.Name, vmi.UID),
@@ -81,7 +89,7 @@ func launcherPod(vmi *v1.VirtualMachineInstance, image string) *corev1.Pod {
 // than the source's (preferred, not required: a one-node sandbox still migrates)
 // and records what the migration needs to resume after a restart.
 func targetPod(vmi *v1.VirtualMachineInstance, m *v1.VirtualMachineInstanceMigration, source *corev1.Pod, image string, start time.Time) *corev1.Pod {
-	pod := launcherPod(vmi, image)
+	pod := newLauncherPod(vmi, image)
 	pod.Name = launcherPodName(vmi.Name, m.UID)
 	pod.Labels[MigrationJobLabel] = string(m.UID)
 	pod.Annotations = map[string]string{

@@ -36,7 +36,15 @@ type migrationLog struct {
 	// createdAt and finishedAt are when the watch first showed each migration and
 	// its end, for the timing breakdown.
 	createdAt, finishedAt map[types.UID]time.Time
-	stop                  func()
+	// nodeOf is where each VMI ran before the upgrade (set by the test): a
+	// migration leaves that node. maxPerNode is the most unfinished migrations
+	// seen leaving one node at once.
+	nodeOf     map[string]string
+	sourceOf   map[types.UID]string
+	maxPerNode int
+	// createdTimes are each VMI's migrations' creation times, in order.
+	createdTimes map[string][]time.Time
+	stop         func()
 }
 
 func (e *env) followMigrations() *migrationLog {
@@ -48,7 +56,7 @@ func (e *env) followMigrations() *migrationLog {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &migrationLog{unfinished: map[types.UID]bool{}, created: map[types.UID]bool{},
 		createdAt: map[types.UID]time.Time{}, finishedAt: map[types.UID]time.Time{},
-		perVMI: map[string]map[v1.VirtualMachineInstanceMigrationPhase]int{}}
+		perVMI: map[string]map[v1.VirtualMachineInstanceMigrationPhase]int{}, createdTimes: map[string][]time.Time{}, sourceOf: map[types.UID]string{}}
 	// An informer, not a bare watch: the API server ends a custom resource's
 	// watches when its CRD changes, as the upgrade's new CRDs do, and a watch
 	// resumed from the last resourceVersion is then refused as too old. The
@@ -104,6 +112,7 @@ func (l *migrationLog) record(t watch.EventType, m *v1.VirtualMachineInstanceMig
 			l.perVMI[m.Spec.VMIName] = map[v1.VirtualMachineInstanceMigrationPhase]int{}
 		}
 		l.perVMI[m.Spec.VMIName]["created"]++
+		l.createdTimes[m.Spec.VMIName] = append(l.createdTimes[m.Spec.VMIName], time.Now())
 	}
 	switch {
 	case t == watch.Deleted || core.IsFinished(m):
@@ -113,37 +122,60 @@ func (l *migrationLog) record(t watch.EventType, m *v1.VirtualMachineInstanceMig
 		}
 		delete(l.unfinished, m.UID)
 	default:
-		l.unfinished[m.UID] = true
+		if !l.unfinished[m.UID] {
+			l.unfinished[m.UID] = true
+			l.sourceOf[m.UID] = l.nodeOf[m.Spec.VMIName]
+		}
 	}
 	l.maxParallel = max(l.maxParallel, len(l.unfinished))
+	if l.nodeOf != nil {
+		perNode := map[string]int{}
+		for uid := range l.unfinished {
+			perNode[l.sourceOf[uid]]++
+		}
+		for _, n := range perNode {
+			l.maxPerNode = max(l.maxPerNode, n)
+		}
+	}
+}
+
+// setNodes records where each VMI runs before the migrations start.
+func (l *migrationLog) setNodes(nodeOf map[string]string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.nodeOf = nodeOf
+}
+
+func (l *migrationLog) perNodeMax() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.maxPerNode
 }
 
 // timing is the mean time a migration ran (first seen → finished) and the mean
-// time from a migration's end to the next migration's creation (the updater's
-// reaction, simulator bookkeeping included).
+// time from a migration's end to the creation of the next migration leaving the
+// same node (the updater's reaction, simulator bookkeeping included).
 func (l *migrationLog) timing() (run, react time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var ends, starts []time.Time
+	startsByNode := map[string][]time.Time{}
+	for uid, t := range l.createdAt {
+		startsByNode[l.sourceOf[uid]] = append(startsByNode[l.sourceOf[uid]], t)
+	}
+	for _, starts := range startsByNode {
+		sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	}
+	n := 0
 	for uid, end := range l.finishedAt {
 		run += end.Sub(l.createdAt[uid])
-		ends = append(ends, end)
-	}
-	for _, t := range l.createdAt {
-		starts = append(starts, t)
-	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
-	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
-	n := 0
-	for i, end := range ends {
-		// The i-th end frees the slot the (i+5)-th creation takes.
-		if j := i + core.DefaultParallelMigrations; j < len(starts) && starts[j].After(end) {
-			react += starts[j].Sub(end)
+		starts := startsByNode[l.sourceOf[uid]]
+		if k := sort.Search(len(starts), func(i int) bool { return starts[i].After(end) }); k < len(starts) {
+			react += starts[k].Sub(end)
 			n++
 		}
 	}
-	if len(ends) > 0 {
-		run /= time.Duration(len(ends))
+	if len(l.finishedAt) > 0 {
+		run /= time.Duration(len(l.finishedAt))
 	}
 	if n > 0 {
 		react /= time.Duration(n)
@@ -203,18 +235,39 @@ func launcherImage(kv *v1.KubeVirt) string {
 	return cfg.Image(deployid.Launcher)
 }
 
+// outdated is the operator's count (status.outdatedVirtualMachineInstanceWorkloads
+// is virt-controller's, which the VM simulator plays).
 func outdated(kv *v1.KubeVirt) int {
-	if kv.Status.OutdatedVirtualMachineInstanceWorkloads == nil {
+	if kv.Status.WorkloadUpdates == nil {
 		return -1
 	}
-	return *kv.Status.OutdatedVirtualMachineInstanceWorkloads
+	return kv.Status.WorkloadUpdates.Outdated
 }
 
-// 200 VMs (150 live-migratable, 50 not) outdated by an upgrade: nothing moves
-// while the upgrade runs; then at most five migrations at a time, evictions in
-// batches of ten per interval, two VMIs whose first migration fails are retried,
-// the operator is killed and restarted half-way, and the count drains to zero with
-// no VMI migrated twice.
+// vmiNodes is where each VMI in the namespace runs now, and how many run on
+// the busiest node.
+func (e *env) vmiNodes() (nodeOf map[string]string, busiest int) {
+	e.t.Helper()
+	var vmis v1.VirtualMachineInstanceList
+	if err := e.c.List(context.Background(), &vmis, client.InNamespace(vmNamespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	nodeOf = map[string]string{}
+	count := map[string]int{}
+	for _, vmi := range vmis.Items {
+		nodeOf[vmi.Name] = vmi.Status.NodeName
+		count[vmi.Status.NodeName]++
+		busiest = max(busiest, count[vmi.Status.NodeName])
+	}
+	return nodeOf, busiest
+}
+
+// 200 VMs (150 live-migratable, 50 not) outdated by an upgrade, moved by the
+// operator's updater: nothing moves while the upgrade runs; then at most one
+// migration out of each node at a time, evictions in batches of ten per interval,
+// two VMIs whose first migration fails are retried after their backoff, the
+// operator is killed and restarted half-way, and the count drains to zero with no
+// VMI migrated twice.
 func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 	const (
 		vms, nonMigratable = 200, 50
@@ -222,9 +275,10 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 	)
 	e := startEnv(t, 10, sandboxtest.WithMigrationDuration(500*time.Millisecond))
 	e.createKubeVirt(v1.KubeVirtSpec{
-		WorkloadUpdateStrategy: v1.KubeVirtWorkloadUpdateStrategy{
-			WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate, v1.WorkloadUpdateMethodEvict},
+		WorkloadUpdates: &v1.WorkloadUpdatePolicy{
+			Methods:               []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate, v1.WorkloadUpdateMethodEvict},
 			BatchEvictionInterval: &metav1.Duration{Duration: interval},
+			RetryBackoff:          &metav1.Duration{Duration: time.Second},
 		},
 		HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: 2 * time.Second}},
 	})
@@ -257,6 +311,12 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 	})
 
 	migs := e.followMigrations()
+	nodeOf, _ := e.vmiNodes()
+	migs.setNodes(nodeOf)
+	nodes := map[string]bool{}
+	for _, n := range nodeOf {
+		nodes[n] = true
+	}
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 	e.eventually("the upgrade done (observed == target)", 5*time.Minute, func() (bool, error) {
 		kv := e.kubeVirt()
@@ -280,8 +340,11 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 	})
 	migs.stop()
 
-	if migs.maxParallel > core.DefaultParallelMigrations {
-		t.Errorf("%d migrations ran at once, limit %d", migs.maxParallel, core.DefaultParallelMigrations)
+	if migs.maxParallel > len(nodes) {
+		t.Errorf("%d migrations ran at once, cap %d (the nodes running outdated VMIs)", migs.maxParallel, len(nodes))
+	}
+	if n := migs.perNodeMax(); n > core.DefaultMaxMigrationsPerNode {
+		t.Errorf("%d migrations left one node at once, cap %d", n, core.DefaultMaxMigrationsPerNode)
 	}
 	for vmi, by := range migs.perVMI {
 		wantCreated := 1

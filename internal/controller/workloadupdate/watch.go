@@ -1,0 +1,100 @@
+package workloadupdate
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
+)
+
+// vmiEventWindow gathers VMI events into one plan: starting a thousand VMs is
+// a few thousand VMI events, and each plan lists them all. Migration events,
+// which free a slot, are not delayed.
+const vmiEventWindow = 100 * time.Millisecond
+
+// openGatePredicate drops every event while the gate is closed.
+func (r *Reconciler) openGatePredicate() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(_ client.Object) bool { return !r.gateClosed.Load() })
+}
+
+// vmiPredicate drops VMI events while the gate is closed, and updates that
+// change nothing the planner reads.
+func (r *Reconciler) vmiPredicate() predicate.Predicate {
+	open := func() bool { return !r.gateClosed.Load() }
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return open() },
+		DeleteFunc:  func(event.DeleteEvent) bool { return open() },
+		GenericFunc: func(event.GenericEvent) bool { return open() },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okO := e.ObjectOld.(*v1.VirtualMachineInstance)
+			n, okN := e.ObjectNew.(*v1.VirtualMachineInstance)
+			return open() && (!okO || !okN || plannerInputChanged(o, n))
+		},
+	}
+}
+
+// plannerInputChanged: a field that PlanUpdate reads differs.
+func plannerInputChanged(o, n *v1.VirtualMachineInstance) bool {
+	os, ns := &o.Status, &n.Status
+	return o.UID != n.UID ||
+		!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
+		os.Phase != ns.Phase || os.NodeName != ns.NodeName ||
+		os.LauncherContainerImageVersion != ns.LauncherContainerImageVersion ||
+		!equality.Semantic.DeepEqual(os.MigrationState, ns.MigrationState) ||
+		!equality.Semantic.DeepEqual(os.ActivePods, ns.ActivePods) ||
+		!sameConditions(os.Conditions, ns.Conditions) ||
+		o.Labels[core.ChoiceKey] != n.Labels[core.ChoiceKey] ||
+		o.Annotations[core.ChoiceKey] != n.Annotations[core.ChoiceKey] ||
+		hasKey(o.Annotations, core.TestAbortionAnnotation) != hasKey(n.Annotations, core.TestAbortionAnnotation)
+}
+
+// sameConditions compares type and status only: probe times change on their own.
+func sameConditions(a, b []v1.VirtualMachineInstanceCondition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Type != b[i].Type || a[i].Status != b[i].Status {
+			return false
+		}
+	}
+	return true
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// coalesced enqueues the one request window after an event; events arriving
+// meanwhile join it (the queue keeps the earliest time an item is due).
+func (r *Reconciler) coalesced(window time.Duration) handler.EventHandler {
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.activeRequest(ctx, nil) {
+			q.AddAfter(req, window)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q)
+		},
+		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q)
+		},
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q)
+		},
+		GenericFunc: func(ctx context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q)
+		},
+	}
+}

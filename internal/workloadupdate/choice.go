@@ -1,0 +1,56 @@
+package workloadupdate
+
+import (
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// Choice is a VM's own say in how it is moved, read from ChoiceKey.
+type Choice string
+
+const (
+	// ChoiceDefault: no choice; the CR's methods decide.
+	ChoiceDefault Choice = ""
+	// ChoiceLiveMigrate: only ever migrate it.
+	ChoiceLiveMigrate Choice = "LiveMigrate"
+	// ChoiceEvict: restart it (evict) even when it could migrate.
+	ChoiceEvict Choice = "Evict"
+	// ChoiceNone: never move it.
+	ChoiceNone Choice = "None"
+	// ChoiceInvalid: a value that means nothing; it is left alone, and said so.
+	ChoiceInvalid Choice = "Invalid"
+)
+
+// ChoiceOf reads the VMI's choice: the label, else the annotation. The raw value
+// is returned for the message of an invalid one.
+func ChoiceOf(vmi *v1.VirtualMachineInstance) (Choice, string) {
+	raw, ok := vmi.Labels[ChoiceKey]
+	if !ok {
+		raw, ok = vmi.Annotations[ChoiceKey]
+	}
+	if !ok {
+		return ChoiceDefault, ""
+	}
+	switch c := Choice(raw); c {
+	case ChoiceLiveMigrate, ChoiceEvict, ChoiceNone:
+		return c, raw
+	}
+	return ChoiceInvalid, raw
+}
+
+// methodsFor are the methods that apply to a VMI with this choice: a choice
+// narrows the CR's methods to one, and overrides them (the VM's owner knows
+// whether it may restart). With no method in the CR nothing moves at all.
+func (c Choice) methodsFor(m Methods) Methods {
+	if m.None() {
+		return m
+	}
+	switch c {
+	case ChoiceLiveMigrate:
+		return Methods{LiveMigrate: true}
+	case ChoiceEvict:
+		return Methods{Evict: true}
+	case ChoiceNone, ChoiceInvalid:
+		return Methods{}
+	}
+	return m
+}

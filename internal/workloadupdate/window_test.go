@@ -1,0 +1,100 @@
+package workloadupdate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+func window(start string, d time.Duration, tz string, days ...v1.Weekday) v1.MaintenanceWindow {
+	return v1.MaintenanceWindow{Start: start, Duration: metav1.Duration{Duration: d}, TimeZone: tz, Days: days}
+}
+
+func TestWindows(t *testing.T) {
+	// t0 is Thursday 2026-01-01 12:00 UTC.
+	at := func(s string) time.Time {
+		x, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	cases := []struct {
+		name    string
+		ws      []v1.MaintenanceWindow
+		now     time.Time
+		open    bool
+		next    string
+		wantErr string
+	}{
+		{"no windows: always open", nil, t0, true, "", ""},
+		{"inside a daily window", []v1.MaintenanceWindow{window("11:00", 2*time.Hour, "")}, t0, true, "", ""},
+		{"before today's opening", []v1.MaintenanceWindow{window("13:30", time.Hour, "")}, t0, false, "2026-01-01T13:30:00Z", ""},
+		{"after it: tomorrow's", []v1.MaintenanceWindow{window("09:00", time.Hour, "")}, t0, false, "2026-01-02T09:00:00Z", ""},
+		{"the end is exclusive", []v1.MaintenanceWindow{window("11:00", time.Hour, "")}, t0, false, "2026-01-02T11:00:00Z", ""},
+		{"a night window open past midnight", []v1.MaintenanceWindow{window("22:00", 4*time.Hour, "")}, at("2026-01-02T01:00:00Z"), true, "", ""},
+		{"weekend only, on a Thursday", []v1.MaintenanceWindow{window("02:00", 4*time.Hour, "", "Saturday", "Sunday")}, t0, false, "2026-01-03T02:00:00Z", ""},
+		{"a week-long window opened last Friday", []v1.MaintenanceWindow{window("00:00", 7*24*time.Hour, "", "Friday")}, t0, true, "", ""},
+		{"in a time zone", []v1.MaintenanceWindow{window("13:00", time.Hour, "Europe/Berlin")}, t0, true, "", ""},
+		{"the soonest of two", []v1.MaintenanceWindow{window("20:00", time.Hour, ""), window("14:00", time.Hour, "")}, t0, false, "2026-01-01T14:00:00Z", ""},
+		{"a bad time zone never opens", []v1.MaintenanceWindow{window("11:00", 2*time.Hour, "Mars/Olympus")}, t0, false, "", `window 0: time zone "Mars/Olympus"`},
+		{"a bad one beside a good one", []v1.MaintenanceWindow{window("25:00", time.Hour, ""), window("11:00", 2*time.Hour, "")}, t0, true, "", `window 0: start "25:00" is not HH:MM`},
+		{"zero duration", []v1.MaintenanceWindow{window("11:00", 0, "")}, t0, false, "", "window 0: duration 0s"},
+		{"longer than a week", []v1.MaintenanceWindow{window("11:00", 8*24*time.Hour, "")}, t0, false, "", "window 0: duration 192h0m0s"},
+		{"a bad day", []v1.MaintenanceWindow{window("11:00", time.Hour, "", "Caturday")}, t0, false, "", `window 0: day "Caturday"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := Windows(c.ws, c.now)
+			next := ""
+			if !st.NextOpen.IsZero() {
+				next = st.NextOpen.UTC().Format(time.RFC3339)
+			}
+			if st.Open != c.open || next != c.next {
+				t.Fatalf("open %v next %q, want %v %q", st.Open, next, c.open, c.next)
+			}
+			if (c.wantErr == "") != (st.Err == nil) || (st.Err != nil && !strings.Contains(st.Err.Error(), c.wantErr)) {
+				t.Fatalf("err %v, want %q", st.Err, c.wantErr)
+			}
+		})
+	}
+}
+
+func TestHoldStartsNothingButAborts(t *testing.T) {
+	current := newVMI("back", curImage, migratable)
+	stale := newMig("m-back", "back", v1.MigrationScheduling, true)
+	vmis := append(many("e", 5, oldImage), many("m", 5, oldImage, migratable)...)
+	vmis = append(vmis, current)
+	for _, c := range []struct {
+		name string
+		edit func(*Inputs)
+		want string
+	}{
+		{"paused", func(in *Inputs) { in.Paused = true }, "paused"},
+		{"outside the windows", func(in *Inputs) { in.Windows = []v1.MaintenanceWindow{window("13:00", time.Hour, "")} }, "outside the maintenance windows; the next opens at 2026-01-01T13:00:00Z"},
+		{"no window can open", func(in *Inputs) { in.Windows = []v1.MaintenanceWindow{window("13:00", time.Hour, "Nowhere/None")} }, "no maintenance window can open"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := inputs(vmis, []v1.VirtualMachineInstanceMigration{stale}, both)
+			c.edit(&in)
+			p := PlanUpdate(in)
+			if !strings.HasPrefix(p.Hold, c.want) || len(p.Migrate)+len(p.Evict) != 0 || len(p.Abort) != 1 {
+				t.Fatalf("hold %q, %d migrations, %d evictions, %d aborts", p.Hold, len(p.Migrate), len(p.Evict), len(p.Abort))
+			}
+			if p.WaitingMigrate != 5 || p.WaitingEvict != 5 {
+				t.Fatalf("waiting %d/%d", p.WaitingMigrate, p.WaitingEvict)
+			}
+			checkInvariants(t, in, p)
+		})
+	}
+	in := inputs(vmis, nil, both)
+	in.Windows = []v1.MaintenanceWindow{window("12:00", time.Minute, ""), window("12:02", time.Minute, "")}
+	in.Now = t0.Add(time.Minute + 50*time.Second)
+	if p := PlanUpdate(in); p.RequeueAfter != 10*time.Second {
+		t.Fatalf("requeue %v, want the next opening in 10s", p.RequeueAfter)
+	}
+}
