@@ -68,14 +68,23 @@ func (d demo) run(ctx context.Context, out io.Writer, vc client.Client, kv clien
 			fmt.Fprintf(out, "  %6s  %s\n", since(start), line)
 			last = line
 		}
-		return deployedOnTarget(k) && k.Status.ObservedKubeVirtVersion == d.UpgradeTo &&
-			k.Status.OutdatedVirtualMachineInstanceWorkloads != nil && *k.Status.OutdatedVirtualMachineInstanceWorkloads == 0
+		return deployedOnTarget(k) && k.Status.ObservedKubeVirtVersion == d.UpgradeTo && noneOutdated(k)
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "All %d VMs are on the new launcher %s, %s after the upgrade began.\n", d.VMs, targetLauncher(cur), since(start))
 	return nil
+}
+
+// noneOutdated: the actor's count is 0 (virt-controller's field, else the
+// operator's own count).
+func noneOutdated(k *v1.KubeVirt) bool {
+	if w := k.Status.WorkloadUpdates; w != nil && w.Actor == v1.ActorVirtOperator {
+		return w.Outdated == 0
+	}
+	n := k.Status.OutdatedVirtualMachineInstanceWorkloads
+	return n != nil && *n == 0
 }
 
 func deployedOnTarget(k *v1.KubeVirt) bool {
@@ -93,10 +102,17 @@ func progressLine(k *v1.KubeVirt) string {
 	if s.OutdatedVirtualMachineInstanceWorkloads != nil {
 		line += fmt.Sprintf(" | VMIs outdated %d", *s.OutdatedVirtualMachineInstanceWorkloads)
 	}
-	if w := s.WorkloadUpdates; w != nil {
-		line += fmt.Sprintf(", migrations %d (in flight %d), evicted %d", w.MigrationsCreated, w.MigrationsInFlight, w.Evicted)
-		if w.Blocked != "" {
+	w := s.WorkloadUpdates
+	switch {
+	case w == nil:
+	case w.Actor == v1.ActorVirtController:
+		line += ", moved by virt-controller"
+	case w.Actor == v1.ActorVirtOperator:
+		line += fmt.Sprintf(", virt-operator: migrations %d (in flight %d), evicted %d", w.MigrationsCreated, w.MigrationsInFlight, w.Evicted)
+		if !deployedOnTarget(k) {
 			line += " (waiting: the upgrade is not done)"
+		} else if w.Blocked != "" {
+			line += " (held: " + w.Blocked + ")"
 		}
 	}
 	return line

@@ -28,12 +28,16 @@ func TestProgressLine(t *testing.T) {
 		ObservedKubeVirtVersion: "v1.8.4", TargetKubeVirtVersion: "v1.9.0",
 		HandlerRollout:                          &v1.HandlerRolloutStatus{Phase: "Canary", UpdatedPods: 1, DesiredPods: 3},
 		OutdatedVirtualMachineInstanceWorkloads: ptr.To(6),
-		WorkloadUpdates:                         &v1.WorkloadUpdatesStatus{Blocked: "upgrading"},
+		WorkloadUpdates:                         &v1.WorkloadUpdatesStatus{Blocked: "upgrading", Actor: v1.ActorVirtOperator},
 	}}
 	got := progressLine(kv)
-	for _, want := range []string{"observed v1.8.4, target v1.9.0", "virt-handler Canary 1/3", "VMIs outdated 6", "waiting"} {
+	for _, want := range []string{"observed v1.8.4, target v1.9.0", "virt-handler Canary 1/3", "VMIs outdated 6", "virt-operator: migrations 0", "waiting: the upgrade is not done"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("progress line %q lacks %q", got, want)
 		}
+	}
+	kv.Status.WorkloadUpdates.Actor = v1.ActorVirtController
+	if got := progressLine(kv); !strings.Contains(got, "moved by virt-controller") || strings.Contains(got, "waiting") {
+		t.Errorf("progress line %q: want the VMs moved by virt-controller, no operator counters", got)
 	}
 }

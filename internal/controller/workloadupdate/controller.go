@@ -55,17 +55,22 @@ const pendingRecheck = time.Second
 // status change reopens it), VMI updates that change nothing the updater reads are
 // dropped always, and VMI events are gathered over vmiEventWindow.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	r.pending = newPending()
-	r.notices = newNotices()
+	r.init()
 	toActive := handler.EnqueueRequestsFromMapFunc(r.activeRequest)
 	return ctrl.ControllerManagedBy(mgr).Named("workloadupdate").
 		Watches(&v1.KubeVirt{}, toActive).
 		Watches(&v1.VirtualMachineInstance{}, r.coalesced(vmiEventWindow), ctrl.WithPredicates(r.vmiPredicate())).
 		Watches(&v1.VirtualMachineInstanceMigration{}, toActive, ctrl.WithPredicates(r.openGatePredicate())).
 		Complete(r)
+}
+
+// init sets the defaults and the in-memory bookkeeping.
+func (r *Reconciler) init() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.pending = newPending()
+	r.notices = newNotices()
 }
 
 // Reconcile plans one step for the active KubeVirt CR and carries it out when the

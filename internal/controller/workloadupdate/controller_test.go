@@ -1,0 +1,260 @@
+package workloadupdate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
+)
+
+
+const oldLauncher = "quay.io/kubevirt/virt-launcher:old"
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return scheme
+}
+
+// deployedKubeVirt is a CR whose upgrade is done: the gate is open.
+func deployedKubeVirt(spec v1.KubeVirtSpec) *v1.KubeVirt {
+	cfg := &deployid.Config{Namespace: "kubevirt", Registry: "quay.io/kubevirt", KubeVirtVersion: "v2"}
+	cfg.ID = cfg.ComputeID()
+	return &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: "kubevirt"}, Spec: spec,
+		Status: v1.KubeVirtStatus{Phase: v1.KubeVirtPhaseDeployed, TargetDeploymentConfig: cfg.JSON(),
+			TargetDeploymentID: cfg.ID, ObservedDeploymentID: cfg.ID}}
+}
+
+func outdatedVMI(name, node string, labels map[string]string) *v1.VirtualMachineInstance {
+	return &v1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "vms", Labels: labels, CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
+		Status: v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, NodeName: node, LauncherContainerImageVersion: oldLauncher,
+			Conditions: []v1.VirtualMachineInstanceCondition{{Type: v1.VMIConditionLiveMigratable, Status: corev1.ConditionTrue}}},
+	}
+}
+
+type harness struct {
+	t   *testing.T
+	c   client.Client
+	r   *Reconciler
+	rec *events.FakeRecorder
+}
+
+func newHarness(t *testing.T, kv *v1.KubeVirt, objs ...client.Object) *harness {
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(append(objs, kv)...).
+		WithStatusSubresource(&v1.KubeVirt{}).Build()
+	rec := events.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, APIReader: c, Namespace: "kubevirt", Recorder: rec, Clock: clocktesting.NewFakePassiveClock(t0)}
+	r.init()
+	return &harness{t: t, c: c, r: r, rec: rec}
+}
+
+func (h *harness) reconcile() reconcile.Result {
+	h.t.Helper()
+	res, err := h.r.Reconcile(context.Background(), reconcile.Request{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res
+}
+
+func (h *harness) migrations() []v1.VirtualMachineInstanceMigration {
+	h.t.Helper()
+	list := &v1.VirtualMachineInstanceMigrationList{}
+	if err := h.c.List(context.Background(), list); err != nil {
+		h.t.Fatal(err)
+	}
+	return list.Items
+}
+
+func (h *harness) status() *v1.KubeVirt {
+	h.t.Helper()
+	kv := &v1.KubeVirt{}
+	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: "kubevirt", Name: "kubevirt"}, kv); err != nil {
+		h.t.Fatal(err)
+	}
+	return kv
+}
+
+// events drains the recorded events.
+func (h *harness) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+var ours = &v1.WorkloadUpdatePolicy{Methods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}}
+
+func fourVMIs() []client.Object {
+	return []client.Object{outdatedVMI("a1", "a", nil), outdatedVMI("a2", "a", nil), outdatedVMI("a3", "a", nil), outdatedVMI("b1", "b", nil)}
+}
+
+func TestReconcileActsOnlyAsTheActor(t *testing.T) {
+	t.Run("ours: paced migrations, status says virt-operator", func(t *testing.T) {
+		h := newHarness(t, deployedKubeVirt(v1.KubeVirtSpec{WorkloadUpdates: ours}), fourVMIs()...)
+		h.reconcile()
+		if n := len(h.migrations()); n != 2 {
+			t.Fatalf("%d migrations, want one per node (2)", n)
+		}
+		kv := h.status()
+		w := kv.Status.WorkloadUpdates
+		if w == nil || w.Actor != v1.ActorVirtOperator || w.Outdated != 4 || w.MigrationsCreated != 2 || w.Blocked != "" {
+			t.Fatalf("status.workloadUpdates %+v", w)
+		}
+		if kv.Status.OutdatedVirtualMachineInstanceWorkloads != nil {
+			t.Fatal("the operator wrote virt-controller's outdatedVirtualMachineInstanceWorkloads")
+		}
+	})
+	t.Run("upstream's field: nothing moved, counted, virt-controller named", func(t *testing.T) {
+		spec := v1.KubeVirtSpec{WorkloadUpdateStrategy: v1.KubeVirtWorkloadUpdateStrategy{
+			WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate, v1.WorkloadUpdateMethodEvict}}}
+		h := newHarness(t, deployedKubeVirt(spec), fourVMIs()...)
+		if res := h.reconcile(); res.RequeueAfter != 0 {
+			t.Fatalf("counting needs no resync, got %v", res.RequeueAfter)
+		}
+		if n := len(h.migrations()); n != 0 {
+			t.Fatalf("%d migrations beside virt-controller", n)
+		}
+		w := h.status().Status.WorkloadUpdates
+		if w.Actor != v1.ActorVirtController || w.Outdated != 4 || !strings.Contains(w.Blocked, "virt-controller moves the VMs") {
+			t.Fatalf("status.workloadUpdates %+v", w)
+		}
+		if evs := h.events(); len(evs) != 0 {
+			t.Fatalf("events while only counting: %v", evs)
+		}
+	})
+	t.Run("both (an old CR): virt-controller, ours said to be ignored", func(t *testing.T) {
+		spec := v1.KubeVirtSpec{WorkloadUpdates: ours, WorkloadUpdateStrategy: v1.KubeVirtWorkloadUpdateStrategy{
+			WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}}}
+		h := newHarness(t, deployedKubeVirt(spec), fourVMIs()...)
+		h.reconcile()
+		if w := h.status().Status.WorkloadUpdates; len(h.migrations()) != 0 || !strings.Contains(w.Blocked, "spec.workloadUpdates is ignored") {
+			t.Fatalf("%d migrations, status %+v", len(h.migrations()), w)
+		}
+	})
+	t.Run("paused: nothing starts, status says paused", func(t *testing.T) {
+		policy := ours.DeepCopy()
+		policy.Paused = true
+		h := newHarness(t, deployedKubeVirt(v1.KubeVirtSpec{WorkloadUpdates: policy}), fourVMIs()...)
+		h.reconcile()
+		w := h.status().Status.WorkloadUpdates
+		if len(h.migrations()) != 0 || !w.Paused || !strings.HasPrefix(w.Blocked, "paused") || w.WaitingForMigration != 4 {
+			t.Fatalf("%d migrations, status %+v", len(h.migrations()), w)
+		}
+	})
+	t.Run("closed window: nothing starts, the next opening in status", func(t *testing.T) {
+		policy := ours.DeepCopy()
+		policy.Windows = []v1.MaintenanceWindow{{Start: "22:00", Duration: metav1.Duration{Duration: time.Hour}}}
+		h := newHarness(t, deployedKubeVirt(v1.KubeVirtSpec{WorkloadUpdates: policy}), fourVMIs()...)
+		h.reconcile()
+		w := h.status().Status.WorkloadUpdates
+		if len(h.migrations()) != 0 || w.Window == nil || w.Window.Open || w.Window.NextOpen == nil ||
+			!w.Window.NextOpen.Time.Equal(t0.Add(10*time.Hour)) {
+			t.Fatalf("%d migrations, window %+v", len(h.migrations()), w.Window)
+		}
+	})
+}
+
+func failedMigration(name, vmi string, at time.Time) *v1.VirtualMachineInstanceMigration {
+	return &v1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "vms", UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(at),
+			Annotations: map[string]string{core.WorkloadUpdateMigrationAnnotation: ""}},
+		Spec:   v1.VirtualMachineInstanceMigrationSpec{VMIName: vmi},
+		Status: v1.VirtualMachineInstanceMigrationStatus{Phase: v1.MigrationFailed},
+	}
+}
+
+func TestReconcileAnnouncesALastingStateOnce(t *testing.T) {
+	objs := []client.Object{
+		outdatedVMI("stuck", "a", nil),
+		outdatedVMI("typo", "b", map[string]string{core.ChoiceKey: "Restart"}),
+		failedMigration("f1", "stuck", t0.Add(-30*time.Minute)), failedMigration("f2", "stuck", t0.Add(-20*time.Minute)),
+		failedMigration("f3", "stuck", t0.Add(-10*time.Minute)),
+	}
+	h := newHarness(t, deployedKubeVirt(v1.KubeVirtSpec{WorkloadUpdates: ours}), objs...)
+	h.reconcile()
+	first := h.events()
+	count := func(evs []string, reason string) int {
+		n := 0
+		for _, e := range evs {
+			if strings.Contains(e, reason) {
+				n++
+			}
+		}
+		return n
+	}
+	if count(first, core.ReasonNeedsAttention) != 1 || count(first, core.ReasonInvalidChoice) != 1 || count(first, core.ReasonFailedMigration) != 3 {
+		t.Fatalf("first pass events: %v", first)
+	}
+	if len(h.migrations()) != 3 {
+		t.Fatalf("a VMI needing attention and one with an invalid choice got migrations: %d", len(h.migrations())-3)
+	}
+	h.reconcile()
+	if again := h.events(); len(again) != 0 {
+		t.Fatalf("the same state announced again: %v", again)
+	}
+	w := h.status().Status.WorkloadUpdates
+	if w.NeedsAttention != 1 || fmt.Sprint(w.NeedsAttentionVMIs) != "[vms/stuck]" || w.Choices == nil || w.Choices.Invalid != 1 {
+		t.Fatalf("status.workloadUpdates %+v", w)
+	}
+}
+
+func TestWatchPredicates(t *testing.T) {
+	r := &Reconciler{}
+	p := r.vmiPredicate()
+	old := outdatedVMI("vm", "a", nil)
+	probed := old.DeepCopy()
+	probed.Status.Conditions[0].LastProbeTime = metav1.NewTime(t0)
+	probed.ResourceVersion = "2"
+	moved := old.DeepCopy()
+	moved.Status.NodeName = "b"
+	labelled := old.DeepCopy()
+	labelled.Labels = map[string]string{core.ChoiceKey: "None"}
+	cases := []struct {
+		name string
+		new  *v1.VirtualMachineInstance
+		want bool
+	}{
+		{"a probe time alone", probed, false},
+		{"a new node", moved, true},
+		{"a choice label", labelled, true},
+	}
+	for _, c := range cases {
+		if got := p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: c.new}); got != c.want {
+			t.Errorf("%s: passes %v, want %v", c.name, got, c.want)
+		}
+	}
+	r.gateClosed.Store(true)
+	if p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: moved}) || p.Create(event.CreateEvent{Object: old}) ||
+		r.openGatePredicate().Create(event.CreateEvent{Object: old}) {
+		t.Error("an event passed while the gate is closed")
+	}
+}
