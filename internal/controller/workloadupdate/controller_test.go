@@ -24,7 +24,6 @@ import (
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
-
 const oldLauncher = "quay.io/kubevirt/virt-launcher:old"
 
 func testScheme(t *testing.T) *runtime.Scheme {
