@@ -58,7 +58,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	r.init()
 	toActive := handler.EnqueueRequestsFromMapFunc(r.activeRequest)
 	return ctrl.ControllerManagedBy(mgr).Named("workloadupdate").
-		Watches(&v1.KubeVirt{}, toActive).
+		Watches(&v1.KubeVirt{}, toActive, ctrl.WithPredicates(notOwnStatusWrite)).
 		Watches(&v1.VirtualMachineInstance{}, r.coalesced(vmiEventWindow), ctrl.WithPredicates(r.vmiPredicate())).
 		Watches(&v1.VirtualMachineInstanceMigration{}, toActive, ctrl.WithPredicates(r.openGatePredicate())).
 		Complete(r)

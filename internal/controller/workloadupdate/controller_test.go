@@ -251,6 +251,18 @@ func TestWatchPredicates(t *testing.T) {
 			t.Errorf("%s: passes %v, want %v", c.name, got, c.want)
 		}
 	}
+	kv := deployedKubeVirt(v1.KubeVirtSpec{})
+	own := kv.DeepCopy()
+	own.ResourceVersion = "7"
+	own.Status.WorkloadUpdates = &v1.WorkloadUpdatesStatus{Outdated: 3}
+	upgraded := kv.DeepCopy()
+	upgraded.Status.ObservedDeploymentID = "new"
+	if notOwnStatusWrite.Update(event.UpdateEvent{ObjectOld: kv, ObjectNew: own}) {
+		t.Error("the updater's own status write passed")
+	}
+	if !notOwnStatusWrite.Update(event.UpdateEvent{ObjectOld: kv, ObjectNew: upgraded}) {
+		t.Error("a change of the observed deployment was dropped")
+	}
 	r.gateClosed.Store(true)
 	if p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: moved}) || p.Create(event.CreateEvent{Object: old}) ||
 		r.openGatePredicate().Create(event.CreateEvent{Object: old}) {

@@ -21,6 +21,25 @@ import (
 // which free a slot, are not delayed.
 const vmiEventWindow = 100 * time.Millisecond
 
+// notOwnStatusWrite drops KubeVirt updates that change only what no plan reads:
+// status.workloadUpdates (this updater's own write, which would otherwise run
+// a second identical plan after every one that writes) and virt-controller's
+// outdated count.
+var notOwnStatusWrite = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, okO := e.ObjectOld.(*v1.KubeVirt)
+	n, okN := e.ObjectNew.(*v1.KubeVirt)
+	if !okO || !okN {
+		return true
+	}
+	strip := func(kv *v1.KubeVirt) *v1.KubeVirt {
+		c := kv.DeepCopy()
+		c.ResourceVersion, c.ManagedFields = "", nil
+		c.Status.WorkloadUpdates, c.Status.OutdatedVirtualMachineInstanceWorkloads = nil, nil
+		return c
+	}
+	return !equality.Semantic.DeepEqual(strip(o), strip(n))
+}}
+
 // openGatePredicate drops every event while the gate is closed.
 func (r *Reconciler) openGatePredicate() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(_ client.Object) bool { return !r.gateClosed.Load() })
