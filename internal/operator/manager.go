@@ -167,7 +167,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	ready := &readiness{cache: mgr.GetCache()}
+	if err := mgr.AddReadyzCheck("readyz", ready.check); err != nil {
+		return err
+	}
+	if err := mgr.Add(ready); err != nil {
+		return err
+	}
+	if err := mgr.Add(leading{}); err != nil {
 		return err
 	}
 	reconciler := &kubevirt.Reconciler{

@@ -89,6 +89,28 @@ func TestOneWorkloadUpdaterActsPerConfiguration(t *testing.T) {
 			kv.Spec.WorkloadUpdateStrategy.WorkloadUpdateMethods = []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}
 		})
 		first = e.eachVMIGetsAMigration(t, vmis, nil)
+		if os.Getenv("DEBUG_WU") != "" {
+			time.Sleep(15 * time.Second)
+			t.Logf("DEBUG migrations: %s", describeMigrations(e.migrations(t)))
+			pods := &corev1.PodList{}
+			_ = e.c.List(t.Context(), pods, client.InNamespace(vmiNS))
+			for _, p := range pods.Items {
+				t.Logf("DEBUG pod %s %s node %q labels %v conds %v", p.Name, p.Status.Phase, p.Spec.NodeName, p.Labels, p.Status.Conditions)
+			}
+			for _, m := range e.migrations(t) {
+				b, _ := json.Marshal(m.Status)
+				t.Logf("DEBUG mig %s status %s", m.Name, b)
+			}
+			for _, n := range vmis {
+				t.Logf("DEBUG vmi %s", describeVMI(e.vmi(t, n)))
+			}
+			data, _ := os.ReadFile(ctrl.log)
+			for _, l := range strings.Split(string(data), "\n") {
+				if strings.Contains(strings.ToLower(l), "migration") {
+					t.Logf("DEBUG ctrl %s", l)
+				}
+			}
+		}
 		e.statusShows(t, v1.ActorVirtController, len(vmis), true)
 		e.auditShows(t, "configuration A", time.Time{}, controllerUser, len(vmis))
 	}) {
