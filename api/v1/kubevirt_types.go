@@ -428,6 +428,12 @@ const (
 	KubeVirtConditionDegraded     KubeVirtConditionType = "Degraded"
 	KubeVirtConditionCreated      KubeVirtConditionType = "Created"
 	KubeVirtConditionSynchronized KubeVirtConditionType = "Synchronized"
+	// Ready, Reconciling and Stalled are the conditions of the Kubernetes API
+	// conventions (kstatus), which Argo CD, Flux and kubectl wait read; they
+	// summarise upstream's Available, Progressing and Degraded.
+	KubeVirtConditionReady       KubeVirtConditionType = "Ready"
+	KubeVirtConditionReconciling KubeVirtConditionType = "Reconciling"
+	KubeVirtConditionStalled     KubeVirtConditionType = "Stalled"
 )
 
 // KubeVirtCondition is one condition on the KubeVirt CR, shaped as upstream's.
@@ -440,4 +446,7 @@ type KubeVirtCondition struct {
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 	Reason             string      `json:"reason,omitempty"`
 	Message            string      `json:"message,omitempty"`
+	// ObservedGeneration is the generation the condition was computed for (set on
+	// Ready, Reconciling and Stalled, which GitOps tools read).
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }

@@ -125,8 +125,10 @@ func (r *Reconciler) reconcileIgnored(_ context.Context, kv, active *v1.KubeVirt
 	return reconcile.Result{}, nil
 }
 
-// patchStatus writes the status once, and only when it changed.
+// patchStatus writes the status once, and only when it changed. It is the one
+// place the standard conditions are derived, from whatever the pass concluded.
 func (r *Reconciler) patchStatus(ctx context.Context, original, kv *v1.KubeVirt) error {
+	kv.Status.Conditions = StandardConditions(kv.Status.Conditions, kv.Generation, r.now())
 	if equality.Semantic.DeepEqual(original.Status, kv.Status) {
 		return nil
 	}
