@@ -48,4 +48,6 @@ func StandardConditions(conds []v1.KubeVirtCondition, generation int64, now meta
 	return conds
 }
 
-func isStatus(c *v1.KubeVirtCondition, s corev1.ConditionStatus) bool { return c != nil && c.Status == s }
+func isStatus(c *v1.KubeVirtCondition, s corev1.ConditionStatus) bool {
+	return c != nil && c.Status == s
+}
