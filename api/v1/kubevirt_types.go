@@ -346,6 +346,45 @@ type KubeVirtStatus struct {
 
 	// WorkloadUpdates shows the progress of moving VMIs onto the current launcher.
 	WorkloadUpdates *WorkloadUpdatesStatus `json:"workloadUpdates,omitempty"`
+
+	// History is the last deployments, newest first (at most 10).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	History []DeploymentRecord `json:"history,omitempty"`
+}
+
+// DeploymentRecord is one deployment: a target the operator rolled out, or is
+// rolling out.
+type DeploymentRecord struct {
+	DeploymentID string `json:"deploymentID"`
+	// FromVersion is what was observed when the target was set (empty on an install).
+	FromVersion string `json:"fromVersion,omitempty"`
+	ToVersion   string `json:"toVersion"`
+	// ChangedKeys are the deployment config keys that changed.
+	// +listType=atomic
+	ChangedKeys []string    `json:"changedKeys,omitempty"`
+	StartedAt   metav1.Time `json:"startedAt"`
+	// FinishedAt is when observed reached this target, or another target replaced it.
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// Outcome: InProgress, Succeeded, or Superseded (a new target came first).
+	Outcome string `json:"outcome"`
+	// LastProblem is the last reason it could not progress (kept once solved).
+	LastProblem string `json:"lastProblem,omitempty"`
+	// Phases are the stages it went through, each with how long it took.
+	// +listType=atomic
+	Phases []DeploymentPhase `json:"phases,omitempty"`
+	// VMIsMigrated and VMIsEvicted are what the workload updater did for it
+	// (final once the next deployment starts).
+	VMIsMigrated int `json:"vmisMigrated,omitempty"`
+	VMIsEvicted  int `json:"vmisEvicted,omitempty"`
+}
+
+// DeploymentPhase is one stage of a deployment.
+type DeploymentPhase struct {
+	Name      string      `json:"name"`
+	StartedAt metav1.Time `json:"startedAt"`
+	// Seconds it took; set once the next stage began.
+	Seconds *int64 `json:"seconds,omitempty"`
 }
 
 // WorkloadUpdatesStatus is the workload updater's progress towards one deployment.

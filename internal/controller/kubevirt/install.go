@@ -24,7 +24,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 		r.fail(kv, ReasonInvalidConfig, err.Error())
 		return reconcile.Result{}, nil // a spec or environment change brings the operator back
 	}
-	r.setTarget(ctx, kv, cfg)
+	changed := r.setTarget(ctx, kv, cfg)
+	strategyLoaded := false
+	defer func() { recordHistory(kv, changed, strategyLoaded, r.Clock.Now()) }()
 	kv.Status.OperatorVersion = r.OperatorVersion
 	setDefaultArchitecture(kv)
 	if kv.Status.Phase == v1.KubeVirtPhaseUnset {
@@ -50,6 +52,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 		}
 		return reconcile.Result{RequeueAfter: loaded.Plan.RequeueAfter}, nil
 	}
+	strategyLoaded = true
 	if err := r.ensureFinalizer(ctx, kv); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -118,18 +121,21 @@ func (r *Reconciler) finishRollover(ctx context.Context, kv *v1.KubeVirt, cfg *d
 	return nil
 }
 
-// setTarget records a new target and tells users which inputs changed.
-func (r *Reconciler) setTarget(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config) {
+// setTarget records a new target and tells users which inputs changed; it
+// returns the changed config keys (nil when the target is unchanged).
+func (r *Reconciler) setTarget(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config) []string {
 	if kv.Status.TargetDeploymentID == cfg.ID {
-		return
+		return nil
 	}
-	reason := "initial install"
+	reason, changed := "initial install", []string{}
 	if previous, err := deployid.Parse(kv.Status.TargetDeploymentConfig); err == nil {
-		reason = "changed: " + strings.Join(deployid.ChangedKeys(previous, cfg), ", ")
+		changed = deployid.ChangedKeys(previous, cfg)
+		reason = "changed: " + strings.Join(changed, ", ")
 	}
 	deployid.SetTarget(kv, cfg)
 	log.FromContext(ctx).Info("new target", "deploymentID", cfg.ID, "version", cfg.KubeVirtVersion, "why", reason)
 	r.event(kv, "TargetChanged", "Rollout", fmt.Sprintf("Rolling out KubeVirt %s (deployment ID %s); %s", cfg.KubeVirtVersion, cfg.ID, reason))
+	return changed
 }
 
 // setDefaultArchitecture writes status.defaultArchitecture, which virt-api's

@@ -276,6 +276,38 @@ func TestHandlerCanary(t *testing.T) {
 	t.Run("TLS flags the target drops are kept until the rollout has succeeded", func(t *testing.T) {
 		e.tlsCarryOver(t, "v1.9.1") // past the failed crashLoopTag: an upgrade again
 	})
+
+	t.Run("status.history holds every deployment, newest first, with its stages' durations", func(t *testing.T) {
+		h := e.kubeVirt().Status.History
+		var summary []string
+		for _, r := range h {
+			line := fmt.Sprintf("%s→%s %s", r.FromVersion, r.ToVersion, r.Outcome)
+			for _, p := range r.Phases {
+				if p.Seconds != nil {
+					line += fmt.Sprintf(" %s=%ds", p.Name, *p.Seconds)
+				}
+			}
+			summary = append(summary, line)
+		}
+		t.Logf("history:\n  %s", strings.Join(summary, "\n  "))
+		if len(h) < 4 || h[len(h)-1].FromVersion != "" || h[len(h)-1].Outcome != "Succeeded" {
+			t.Fatalf("want the install last and at least three upgrades after it: %v", summary)
+		}
+		i := slices.IndexFunc(h, func(r v1.DeploymentRecord) bool {
+			return r.FromVersion == "v1.8.4" && r.ToVersion == "v1.9.0" && r.Outcome == "Succeeded"
+		})
+		if i < 0 {
+			t.Fatalf("no Succeeded v1.8.4→v1.9.0 upgrade: %v", summary)
+		}
+		up := h[i]
+		canary := slices.IndexFunc(up.Phases, func(p v1.DeploymentPhase) bool { return p.Name == "VirtHandlerCanary" })
+		if up.FinishedAt == nil || canary < 0 || up.Phases[canary].Seconds == nil || *up.Phases[canary].Seconds < 9 {
+			t.Fatalf("the v1.9.0 upgrade's record lacks its end or a canary stage of at least the 10 s bake: %+v", up)
+		}
+		if !slices.ContainsFunc(h, func(r v1.DeploymentRecord) bool { return strings.Contains(r.ToVersion, "crashloop") && r.LastProblem != "" }) {
+			t.Fatalf("the crash-looping target's record names no problem: %v", summary)
+		}
+	})
 }
 
 // tlsCarryOver upgrades with a running virt-handler template that has a TLS

@@ -1,0 +1,46 @@
+package kubevirt
+
+import (
+	"time"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/history"
+	"github.com/virt-operator/virt-operator/internal/rollout"
+)
+
+// recordHistory updates status.history from what this pass concluded: the
+// stage is read from the status the pass wrote.
+func recordHistory(kv *v1.KubeVirt, changed []string, strategyLoaded bool, now time.Time) {
+	st := &kv.Status
+	obs := history.Observation{
+		TargetID: st.TargetDeploymentID, TargetVersion: st.TargetKubeVirtVersion, ObservedVersion: st.ObservedKubeVirtVersion,
+		ChangedKeys: changed, WorkloadUpdates: st.WorkloadUpdates, Now: now,
+		Done:  st.Phase == v1.KubeVirtPhaseDeployed && st.ObservedDeploymentID == st.TargetDeploymentID,
+		Stage: stageOf(kv, strategyLoaded),
+	}
+	if d := findCondition(st.Conditions, v1.KubeVirtConditionDegraded); d != nil && d.Status == "True" &&
+		d.Reason != ReasonUpdating && d.Reason != ReasonDeleting {
+		obs.Problem = d.Reason + ": " + d.Message
+	}
+	st.History = history.Record(st.History, obs)
+}
+
+// stageOf names where the rollout towards the target is.
+func stageOf(kv *v1.KubeVirt, strategyLoaded bool) string {
+	if !strategyLoaded {
+		return history.StageInstallStrategy
+	}
+	h := kv.Status.HandlerRollout
+	if h == nil || h.TargetID != kv.Status.TargetDeploymentID {
+		return history.StageApplying
+	}
+	switch rollout.Phase(h.Phase) {
+	case rollout.PhaseStarted, rollout.PhaseCanary:
+		return history.StageHandlerCanary
+	case rollout.PhaseIncreasing, rollout.PhaseWaiting:
+		return history.StageHandlerRollout
+	case rollout.PhaseSuccessful:
+		return history.StageControlPlane
+	}
+	return history.StageApplying
+}
