@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/maintenance"
 )
 
 // Inputs is everything one planning step looks at. Zero rate settings take the
@@ -73,7 +74,7 @@ type Plan struct {
 	// new moves may start.
 	Hold string
 	// Window is the maintenance windows' state at Now.
-	Window WindowState
+	Window maintenance.State
 	// EvictionBatchAt is set (to Now) when Evict is non-empty: store it as the last
 	// eviction batch once the evictions were sent.
 	EvictionBatchAt *time.Time
@@ -117,7 +118,7 @@ func PlanUpdate(in Inputs) Plan {
 	sort.Slice(p.Abort, func(i, j int) bool { return lessVMI(p.Abort[i].VMI, p.Abort[j].VMI) })
 	sort.Slice(p.NeedsAttention, func(i, j int) bool { return p.NeedsAttention[i].Key.String() < p.NeedsAttention[j].Key.String() })
 
-	p.Window = Windows(in.Windows, in.Now)
+	p.Window = maintenance.Evaluate(in.Windows, in.Now)
 	p.Hold = holdReason(in.Paused, p.Window)
 	p.ClusterCap = clusterCap(in.Settings, len(c.outdatedNodes))
 	next := nextBatch(in.LastEvictionBatch, in.BatchEvictionInterval, in.Now)
@@ -228,7 +229,7 @@ func countChoice(c *v1.WorkloadUpdateChoices, choice Choice, b Bucket) {
 }
 
 // holdReason is why nothing new starts, or "".
-func holdReason(paused bool, w WindowState) string {
+func holdReason(paused bool, w maintenance.State) string {
 	switch {
 	case paused:
 		return "paused: spec.workloadUpdates.paused is true"

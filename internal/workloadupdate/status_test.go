@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/maintenance"
 )
 
 func TestNextStatus(t *testing.T) {
@@ -60,7 +61,7 @@ func TestNextStatusReportsChoicesAttentionAndWindow(t *testing.T) {
 	next := t0.Add(time.Hour + 300*time.Millisecond)
 	plan := Plan{Outdated: 20, Choices: v1.WorkloadUpdateChoices{LiveMigrate: 5, Evict: 2, Leave: 13},
 		BackingOff: 1, NeedsAttention: names, Hold: "outside the maintenance windows",
-		Window: WindowState{Windows: 1, NextOpen: next}}
+		Window: maintenance.State{Windows: 1, NextOpen: next}}
 	got := NextStatus(nil, Report{TargetID: "a", Actor: v1.ActorVirtOperator, Paused: false}, plan, Done{})
 	if got.Actor != v1.ActorVirtOperator || got.Outdated != 20 || *got.Choices != plan.Choices || got.BackingOff != 1 {
 		t.Errorf("counts: %+v", got)

@@ -109,9 +109,8 @@ func TestOneWorkloadUpdaterActsPerConfiguration(t *testing.T) {
 		// Upstream's field is cleared first, so its migrations can be deleted
 		// without virt-controller making them again.
 		switched := time.Now()
-		e.deleteMigrations(t, first)
-		time.Sleep(12 * time.Second) // NEGATIVE CONTROL
 		e.updateKubeVirt(t, func(kv *v1.KubeVirt) { kv.Spec.WorkloadUpdateStrategy.WorkloadUpdateMethods = nil })
+		e.deleteMigrations(t, first)
 		e.updateKubeVirt(t, func(kv *v1.KubeVirt) {
 			kv.Spec.WorkloadUpdates = &v1.WorkloadUpdatePolicy{
 				Methods:              []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate},

@@ -1,4 +1,8 @@
-package workloadupdate
+// Package maintenance decides maintenance windows: given the windows of a
+// KubeVirt CR (days, a local start time, a duration, a time zone) and a time,
+// whether one is open and when the next opens. The workload updater and the
+// control-plane rollout share it: outside every window nothing new starts.
+package maintenance
 
 import (
 	"fmt"
@@ -12,8 +16,8 @@ import (
 // maxWindow is the longest a window may stay open: a week covers every schedule.
 const maxWindow = 7 * 24 * time.Hour
 
-// WindowState is whether new moves may start at a given time.
-type WindowState struct {
+// State is whether new work may start at a given time.
+type State struct {
 	// Windows is how many windows there are (none: always open, nothing to report).
 	Windows int
 	Open    bool
@@ -23,14 +27,14 @@ type WindowState struct {
 	Err error
 }
 
-// Windows evaluates the windows at now. None at all means always open. A window
+// Evaluate evaluates the windows at now. None at all means always open. A window
 // that cannot be read (bad time zone, start or duration) never opens and is
 // named in Err, so a typo never opens the gate wider than the admin meant.
-func Windows(ws []v1.MaintenanceWindow, now time.Time) WindowState {
+func Evaluate(ws []v1.MaintenanceWindow, now time.Time) State {
 	if len(ws) == 0 {
-		return WindowState{Open: true}
+		return State{Open: true}
 	}
-	st := WindowState{Windows: len(ws)}
+	st := State{Windows: len(ws)}
 	var bad []string
 	for i, w := range ws {
 		open, next, err := evalWindow(w, now)
