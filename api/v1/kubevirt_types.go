@@ -94,6 +94,16 @@ type KubeVirtSpec struct {
 	// HandlerRollout tunes the virt-handler canary upgrade (not in upstream's API;
 	// upstream hard-codes 1 pod, then 10%).
 	HandlerRollout *HandlerRolloutPolicy `json:"handlerRollout,omitempty"`
+
+	// Paused holds an install or upgrade under way: steps in flight finish
+	// (a virt-handler rollout stops updating further pods), nothing new starts.
+	// Not in upstream's API.
+	Paused bool `json:"paused,omitempty"`
+	// RolloutWindows are the times an install or upgrade may start new steps;
+	// none means any time. Outside them it holds as when paused.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	RolloutWindows []MaintenanceWindow `json:"rolloutWindows,omitempty"`
 }
 
 // HandlerRolloutPolicy tunes the virt-handler canary: CanarySize pods are
@@ -347,10 +357,26 @@ type KubeVirtStatus struct {
 	// WorkloadUpdates shows the progress of moving VMIs onto the current launcher.
 	WorkloadUpdates *WorkloadUpdatesStatus `json:"workloadUpdates,omitempty"`
 
+	// RolloutHold says why the install or upgrade under way starts nothing new
+	// (spec.paused, outside spec.rolloutWindows); nil when it may.
+	RolloutHold *RolloutHoldStatus `json:"rolloutHold,omitempty"`
+
 	// History is the last deployments, newest first (at most 10).
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	History []DeploymentRecord `json:"history,omitempty"`
+}
+
+// RolloutHoldStatus is a held install or upgrade: why, and where.
+type RolloutHoldStatus struct {
+	// Reason: Paused or OutsideRolloutWindows.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// Step is where it holds: the step it does not start, or virt-handler
+	// while its rollout stops updating pods.
+	Step string `json:"step,omitempty"`
+	// NextWindowOpen is when the next rollout window opens.
+	NextWindowOpen *metav1.Time `json:"nextWindowOpen,omitempty"`
 }
 
 // DeploymentRecord is one deployment: a target the operator rolled out, or is
@@ -366,7 +392,8 @@ type DeploymentRecord struct {
 	StartedAt   metav1.Time `json:"startedAt"`
 	// FinishedAt is when observed reached this target, or another target replaced it.
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
-	// Outcome: InProgress, Succeeded, or Superseded (a new target came first).
+	// Outcome: InProgress, Succeeded, Failed (rolled back; holds until retried),
+	// or Superseded (a new target came first).
 	Outcome string `json:"outcome"`
 	// LastProblem is the last reason it could not progress (kept once solved).
 	LastProblem string `json:"lastProblem,omitempty"`
@@ -452,7 +479,10 @@ type HandlerRolloutStatus struct {
 	// changed); progressDeadline counts from it, so a slow healthy rollout is
 	// never called stuck.
 	LastProgressAt *metav1.Time `json:"lastProgressAt,omitempty"`
-	Message        string       `json:"message,omitempty"`
+	// Paused: the rollout updates no further pods (spec.paused or outside the
+	// rollout windows); the canary bakes on but does not widen.
+	Paused  bool   `json:"paused,omitempty"`
+	Message string `json:"message,omitempty"`
 	// TargetID is the deployment ID this rollout goes to; a Failed rollout
 	// holds for it until the target changes.
 	TargetID string `json:"targetID,omitempty"`

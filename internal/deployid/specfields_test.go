@@ -104,6 +104,8 @@ var specClassification = map[string][]specEdit{
 			s.WorkloadUpdateStrategy.BatchEvictionInterval = &metav1.Duration{Duration: time.Minute}
 		}),
 	},
+	"paused":         {out("set", func(s *v1.KubeVirtSpec) { s.Paused = true })},
+	"rolloutWindows": {out("set", func(s *v1.KubeVirtSpec) { s.RolloutWindows = []v1.MaintenanceWindow{{Start: "01:00"}} })},
 	"workloadUpdates": {
 		out("operator's updater", func(s *v1.KubeVirtSpec) {
 			s.WorkloadUpdates = &v1.WorkloadUpdatePolicy{Methods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodEvict}, Paused: true}

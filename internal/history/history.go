@@ -21,6 +21,9 @@ const MaxEntries = 10
 const (
 	InProgress = "InProgress"
 	Succeeded  = "Succeeded"
+	// Failed: the rollout failed and was rolled back; it holds until retried
+	// (then InProgress again) or replaced.
+	Failed     = "Failed"
 	Superseded = "Superseded"
 )
 
@@ -43,6 +46,8 @@ type Observation struct {
 	Stage string
 	// Done: observed == target.
 	Done bool
+	// Failed: the rollout failed and was rolled back (it holds for this target).
+	Failed bool
 	// Problem is why it cannot progress now, if it cannot.
 	Problem string
 	// WorkloadUpdates is status.workloadUpdates (its counts are per deployment ID).
@@ -64,7 +69,7 @@ func Record(prev []v1.DeploymentRecord, obs Observation) []v1.DeploymentRecord {
 		countMoves(&out[i], obs.WorkloadUpdates)
 	}
 	if len(out) == 0 || out[0].DeploymentID != obs.TargetID {
-		if len(out) > 0 && out[0].Outcome == InProgress {
+		if len(out) > 0 && out[0].Outcome == InProgress { // a Failed one stays Failed
 			out[0].Outcome = Superseded
 			finish(&out[0], now)
 		}
@@ -78,12 +83,20 @@ func Record(prev []v1.DeploymentRecord, obs Observation) []v1.DeploymentRecord {
 		cur.LastProblem = obs.Problem
 	}
 	switch {
-	case cur.Outcome != InProgress:
+	case cur.Outcome == Succeeded:
 	case obs.Done:
 		cur.Outcome = Succeeded
 		finish(cur, now)
-	case obs.Stage != "":
-		enter(cur, obs.Stage, now)
+	case obs.Failed:
+		if cur.Outcome != Failed {
+			cur.Outcome = Failed
+			finish(cur, now)
+		}
+	default: // in progress, or retried after a failure
+		cur.Outcome, cur.FinishedAt = InProgress, nil
+		if obs.Stage != "" {
+			enter(cur, obs.Stage, now)
+		}
 	}
 	if len(out) > MaxEntries {
 		out = out[:MaxEntries]

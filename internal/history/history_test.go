@@ -82,6 +82,31 @@ func TestRecordSupersededAndBounded(t *testing.T) {
 	}
 }
 
+func TestRecordFailedThenRetried(t *testing.T) {
+	obs := Observation{TargetID: "x", TargetVersion: "v2", ObservedVersion: "v1", Stage: StageHandlerCanary, Now: at(0)}
+	h := Record(nil, obs)
+	obs.Failed, obs.Stage, obs.Now = true, "", at(20)
+	h = Record(h, obs)
+	if h[0].Outcome != Failed || h[0].FinishedAt == nil || Duration(h[0]) != 20*time.Second {
+		t.Fatalf("failed: %+v", h[0])
+	}
+	obs.Failed, obs.Stage, obs.Now = false, StageHandlerCanary, at(60) // retried
+	h = Record(h, obs)
+	if h[0].Outcome != InProgress || h[0].FinishedAt != nil {
+		t.Fatalf("retried: %+v", h[0])
+	}
+	obs.Done, obs.Now = true, at(90)
+	if h = Record(h, obs); h[0].Outcome != Succeeded || Duration(h[0]) != 90*time.Second {
+		t.Fatalf("retried then done: %+v", h[0])
+	}
+	// A failed one replaced by a new target stays Failed.
+	h = Record(Record(nil, Observation{TargetID: "y", TargetVersion: "v", Failed: true, Now: at(0)}),
+		Observation{TargetID: "z", TargetVersion: "v", Now: at(5)})
+	if h[1].Outcome != Failed {
+		t.Fatalf("a failed target replaced: %+v", h[1])
+	}
+}
+
 func withStage(o Observation, s string) Observation   { o.Stage = s; return o }
 func withProblem(o Observation, p string) Observation { o.Problem = p; return o }
 

@@ -28,7 +28,7 @@ func (pl *planner) canary() Phase {
 	}
 	ds := pl.obs.DaemonSet
 	canDelete := v.observed && metadata.DaemonSetIsUpToDate(ds, target) &&
-		ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType
+		ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType && !pl.obs.Paused
 	st.CanaryPods = nil
 	var waiting []string
 	var bakeStart time.Time
@@ -66,6 +66,9 @@ func (pl *planner) canary() Phase {
 	if ready < len(st.CanaryNodes) {
 		st.BakedSince = time.Time{}
 		st.Message = "canary on " + strings.Join(st.CanaryNodes, ",") + ": waiting for " + strings.Join(waiting, ", ")
+		if pl.obs.Paused {
+			st.Message = "paused; " + st.Message
+		}
 		return PhaseCanary
 	}
 	st.BakedSince = bakeStart
@@ -79,6 +82,10 @@ func (pl *planner) canary() Phase {
 	}
 	st.Message = fmt.Sprintf("canary %s on %s ready for %s with no restart",
 		strings.Join(st.CanaryPods, ","), strings.Join(st.CanaryNodes, ","), baked.Round(time.Second))
+	if pl.obs.Paused {
+		st.Message = "paused; " + st.Message + ": the rollout widens once resumed"
+		return PhaseCanary
+	}
 	return PhaseIncreasing
 }
 

@@ -86,11 +86,13 @@ func (pl *planner) finish() Decision {
 	if st.PhaseChangeAt.IsZero() {
 		st.PhaseChangeAt = now
 	}
-	if changed || st.ProgressAt.IsZero() || pl.v.updated > pl.prev.Updated || pl.v.updatedReady > pl.prev.Ready {
-		st.ProgressAt = now
+	st.Paused = pl.obs.Paused && st.Phase.Active()
+	if changed || st.ProgressAt.IsZero() || pl.v.updated > pl.prev.Updated || pl.v.updatedReady > pl.prev.Ready ||
+		st.Paused != pl.prev.Paused {
+		st.ProgressAt = now // a pause or a resume is progress: the deadline starts again
 	}
 	st.Updated, st.Ready = pl.v.updated, pl.v.updatedReady
-	if st.Phase.Active() {
+	if st.Phase.Active() && !st.Paused {
 		in := now.Sub(st.ProgressAt)
 		if in >= pl.p.PhaseDeadline {
 			d.Degraded = fmt.Sprintf("virt-handler rollout stuck in phase %s: no progress for %s: %s",
@@ -119,6 +121,7 @@ func (pl *planner) status(st State) *apiv1.HandlerRolloutStatus {
 		StartedAt:      timePtr(st.StartedAt),
 		PhaseChangeAt:  timePtr(st.PhaseChangeAt),
 		LastProgressAt: timePtr(st.ProgressAt),
+		Paused:         st.Paused,
 		Message:        st.Message,
 	}
 }

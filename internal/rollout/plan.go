@@ -138,6 +138,9 @@ func (pl *planner) step() Phase {
 		if pl.v.allDone() {
 			return PhaseSuccessful
 		}
+		if pl.obs.Paused {
+			return pl.holdWidened()
+		}
 		if SameStrategy(pl.obs.DaemonSet.Spec.UpdateStrategy, *pl.d.UpdateStrategy) {
 			return PhaseWaiting
 		}
@@ -151,6 +154,9 @@ func (pl *planner) step() Phase {
 		pl.st.Message += pl.toleratedSummary()
 		if pl.v.allDone() {
 			return PhaseSuccessful
+		}
+		if pl.obs.Paused {
+			return pl.holdWidened()
 		}
 		return PhaseWaiting
 	case PhaseSuccessful:
@@ -166,6 +172,14 @@ func (pl *planner) step() Phase {
 		pl.st.Message += pl.toleratedSummary()
 		pl.st.BakedSince = time.Time{}
 	}
+	return pl.st.Phase
+}
+
+// holdWidened pauses a widened rollout: OnDelete lets the pods being replaced
+// finish and updates no others.
+func (pl *planner) holdWidened() Phase {
+	pl.d.UpdateStrategy = OnDelete()
+	pl.st.Message = fmt.Sprintf("paused at %d of %d pods updated and ready", pl.v.updatedReady, pl.v.desired) + pl.toleratedSummary()
 	return pl.st.Phase
 }
 

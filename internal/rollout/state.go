@@ -32,7 +32,9 @@ type State struct {
 	ProgressAt     time.Time
 	Updated, Ready int32
 	BakedSince     time.Time
-	Message        string
+	// Paused: the last Plan held (Observation.Paused); resuming counts as progress.
+	Paused  bool
+	Message string
 }
 
 // Observation is everything Plan looks at.
@@ -53,7 +55,11 @@ type Observation struct {
 	// NodeReady is every node by name, true when it is Ready; nil when unknown
 	// (every node then counts as available).
 	NodeReady map[string]bool
-	Now       time.Time
+	// Paused holds the rollout: no pod is deleted for the canary, the rollout
+	// does not widen, and a widened one updates no further pods (OnDelete);
+	// pods being replaced finish, and the deadline does not run.
+	Paused bool
+	Now    time.Time
 }
 
 // StateFromStatus reads the stored state. targetID is the target the stored
@@ -63,7 +69,7 @@ func StateFromStatus(s *apiv1.HandlerRolloutStatus, targetID string) *State {
 	if s == nil {
 		return nil
 	}
-	st := &State{Phase: Phase(s.Phase), TargetID: targetID, Message: s.Message,
+	st := &State{Phase: Phase(s.Phase), TargetID: targetID, Message: s.Message, Paused: s.Paused,
 		CanaryNodes: splitList(s.CanaryNode), CanaryPods: splitList(s.CanaryPod)}
 	if s.StartedAt != nil {
 		st.StartedAt = s.StartedAt.Time

@@ -18,6 +18,9 @@ func recordHistory(kv *v1.KubeVirt, changed []string, strategyLoaded bool, now t
 		Done:  st.Phase == v1.KubeVirtPhaseDeployed && st.ObservedDeploymentID == st.TargetDeploymentID,
 		Stage: stageOf(kv, strategyLoaded),
 	}
+	if h := st.HandlerRollout; h != nil && h.TargetID == st.TargetDeploymentID && rollout.Phase(h.Phase) == rollout.PhaseFailed {
+		obs.Failed = true
+	}
 	if d := findCondition(st.Conditions, v1.KubeVirtConditionDegraded); d != nil && d.Status == "True" &&
 		d.Reason != ReasonUpdating && d.Reason != ReasonDeleting {
 		obs.Problem = d.Reason + ": " + d.Message

@@ -304,8 +304,10 @@ func TestHandlerCanary(t *testing.T) {
 		if up.FinishedAt == nil || canary < 0 || up.Phases[canary].Seconds == nil || *up.Phases[canary].Seconds < 9 {
 			t.Fatalf("the v1.9.0 upgrade's record lacks its end or a canary stage of at least the 10 s bake: %+v", up)
 		}
-		if !slices.ContainsFunc(h, func(r v1.DeploymentRecord) bool { return strings.Contains(r.ToVersion, "crashloop") && r.LastProblem != "" }) {
-			t.Fatalf("the crash-looping target's record names no problem: %v", summary)
+		if !slices.ContainsFunc(h, func(r v1.DeploymentRecord) bool {
+			return strings.Contains(r.ToVersion, "crashloop") && r.Outcome == "Failed" && r.LastProblem != ""
+		}) {
+			t.Fatalf("no crash-looping target's record is Failed with its problem: %v", summary)
 		}
 	})
 }
