@@ -59,12 +59,18 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 	target := metadata.TargetFromStatus(&kv.Status)
 	applier := &apply.Applier{Client: r.Client}
 	steps := apply.Steps(desired, apply.ChoosePath(kv.Status.TargetKubeVirtVersion, kv.Status.ObservedKubeVirtVersion))
+	hold := kv.Status.RolloutHold
 	for i, step := range steps {
 		if step.Name == apply.StepVirtHandler {
+			// A held rollout still runs: it writes the template under OnDelete
+			// but replaces no pod (internal/rollout, Observation.Paused).
 			handler, err := r.syncHandlerStep(ctx, kv, step, live)
 			out.RecheckAfter = minPositive(out.RecheckAfter, handler.RequeueAfter)
 			out.ProblemReason, out.ProblemMessage = handler.Reason, handler.Message
 			if err != nil || !handler.Done {
+				if hold != nil {
+					hold.Step = step.Name
+				}
 				return out, err
 			}
 			continue
@@ -77,6 +83,10 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 			maps.Copy(live, others)
 		}
 		writes := apply.Writes(apply.Plan(step.Objects, live, kv.Status.Generations))
+		if len(writes) > 0 && hold != nil {
+			hold.Step = step.Name // nothing new starts; what runs goes on
+			return out, nil
+		}
 		if len(writes) > 0 {
 			log.FromContext(ctx).Info("applying", "step", step.Name, "writes", len(writes), "first", describe(writes[0]))
 			gens, err := applier.ApplyByKind(ctx, writes, writeWorkers)

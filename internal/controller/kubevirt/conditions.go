@@ -34,7 +34,8 @@ const (
 type State struct {
 	// Kind of situation; see the State* constants.
 	Kind StateKind
-	// Reason and Message explain a failure or a block (StateFailed, StateBlocked).
+	// Reason and Message explain a failure or a block (StateFailed, StateBlocked),
+	// or a held rollout (StateDeploying, StateUpdating: replacing upstream's text).
 	Reason, Message string
 	// Created is true once every strategy object exists.
 	Created bool
@@ -70,11 +71,11 @@ func Conditions(current []v1.KubeVirtCondition, s State, now metav1.Time) []v1.K
 	switch s.Kind {
 	case StateDeploying:
 		current = removeConditions(current, v1.KubeVirtConditionSynchronized)
-		tfs(f, t, f, ReasonDeploying, fmt.Sprintf("Deploying version %s with registry %s", s.TargetVersion, s.TargetRegistry))
+		tfs(f, t, f, orDefault(s.Reason, ReasonDeploying), orDefault(s.Message, fmt.Sprintf("Deploying version %s with registry %s", s.TargetVersion, s.TargetRegistry)))
 	case StateUpdating:
 		current = removeConditions(current, v1.KubeVirtConditionSynchronized, v1.KubeVirtConditionCreated)
-		tfs(t, t, t, ReasonUpdating, fmt.Sprintf("Transitioning from previous version %s with registry %s to target version %s using registry %s",
-			s.ObservedVersion, s.ObservedRegistry, s.TargetVersion, s.TargetRegistry))
+		tfs(t, t, t, orDefault(s.Reason, ReasonUpdating), orDefault(s.Message, fmt.Sprintf("Transitioning from previous version %s with registry %s to target version %s using registry %s",
+			s.ObservedVersion, s.ObservedRegistry, s.TargetVersion, s.TargetRegistry)))
 	case StateAvailable:
 		current = removeConditions(current, v1.KubeVirtConditionSynchronized)
 		tfs(t, f, f, ReasonAllComponentsReady, "All components are ready.")
@@ -104,6 +105,14 @@ func Conditions(current []v1.KubeVirtCondition, s State, now metav1.Time) []v1.K
 		set(v1.KubeVirtConditionCreated, t, ReasonAllResourcesCreated, "All resources were created.")
 	}
 	return current
+}
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // setCondition replaces or appends c. Timestamps move only when the status

@@ -98,6 +98,7 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		Previous:          state,
 		SpecChanged:       retry || liveDS.Annotations[apply.DesiredHashAnnotation] != want.Annotations[apply.DesiredHashAnnotation],
 		GenerationUnknown: recordedGeneration(kv.Status.Generations, liveDS) != liveDS.Generation,
+		Paused:            kv.Status.RolloutHold != nil,
 		Now:               r.Clock.Now(),
 	}
 	policy, problem := handlerPolicy(kv)

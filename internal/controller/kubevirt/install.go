@@ -33,6 +33,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 		kv.Status.Phase = v1.KubeVirtPhaseDeploying
 	}
 
+	kv.Status.RolloutHold = rolloutHold(kv, r.Clock.Now())
 	loaded, err := r.loadStrategy(ctx, kv, cfg)
 	if err != nil {
 		if r.transient.degrade(err, r.Clock.Now()) {
@@ -72,7 +73,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 		return reconcile.Result{}, err
 	}
 	r.transient.clear()
-	requeue := minPositive(loaded.Plan.RequeueAfter, outcome.RecheckAfter)
+	requeue := minPositive(minPositive(loaded.Plan.RequeueAfter, outcome.RecheckAfter), holdRequeue(kv.Status.RolloutHold, r.Clock.Now()))
 	if !outcome.RolledOver {
 		if outcome.ProblemReason != "" {
 			// The rollout's own Event already told users; the condition says why
@@ -83,6 +84,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 		}
 		return reconcile.Result{RequeueAfter: requeue}, nil
 	}
+	kv.Status.RolloutHold = nil // rolled over: nothing was held back
 
 	if err := r.finishRollover(ctx, kv, cfg, loaded, outcome.Desired); err != nil {
 		return reconcile.Result{}, err
@@ -160,6 +162,9 @@ func (r *Reconciler) progressing(kv *v1.KubeVirt, created bool) {
 	state := State{Kind: StateDeploying, Created: created,
 		TargetVersion: st.TargetKubeVirtVersion, TargetRegistry: st.TargetKubeVirtRegistry,
 		ObservedVersion: st.ObservedKubeVirtVersion, ObservedRegistry: st.ObservedKubeVirtRegistry}
+	if h := st.RolloutHold; h != nil && h.Step != "" {
+		state.Reason, state.Message = h.Reason, "held before "+h.Step+": "+h.Message
+	}
 	if deployid.IsUpdating(kv) {
 		state.Kind = StateUpdating
 	}

@@ -124,9 +124,10 @@ func TestOneWorkloadUpdaterActsPerConfiguration(t *testing.T) {
 	})
 }
 
-// vmiManifest is a VMI as a user writes it, pinned to vmiNode. It skips virt-api's
-// webhooks (off in the sandbox): it names the architecture and machine type the
-// mutating webhook would add, which virt-controller needs to render its pod.
+// vmiManifest is a VMI pinned to vmiNode. It is created without virt-api's
+// webhooks (off in the sandbox), so it names the architecture and machine type
+// the mutating webhook would add (virt-controller renders the launcher pod's node
+// selectors from them).
 func vmiManifest(name string) string {
 	return fmt.Sprintf(`{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":%q,"namespace":%q},
 "spec":{"architecture":"amd64","nodeSelector":{"kubernetes.io/hostname":%q},
@@ -414,7 +415,7 @@ func (e *env) vmi(t *testing.T, name string) *v1.VirtualMachineInstance {
 	return vmi
 }
 
-// launcherPod is the VMI's Ready launcher pod (not a migration target).
+// launcherPod is the VMI's launcher pod (not a migration target).
 func (e *env) launcherPod(t *testing.T, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
 	t.Helper()
 	pods := &corev1.PodList{}

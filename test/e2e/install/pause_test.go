@@ -1,0 +1,92 @@
+package install_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// handlerPodsOn counts the virt-handler pods whose image has the tag.
+func (e *env) handlerPodsOn(tag string) int {
+	e.t.Helper()
+	var pods corev1.PodList
+	if err := e.c.List(context.Background(), &pods, client.InNamespace(namespace), client.MatchingLabels{"kubevirt.io": "virt-handler"}); err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && strings.HasSuffix(p.Spec.Containers[0].Image, ":"+tag) {
+			n++
+		}
+	}
+	return n
+}
+
+// spec.paused before an upgrade starts nothing; paused in the fast step, no
+// further virt-handler pod is updated for 30 s; resumed, the upgrade completes.
+func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
+	const nodes = 10
+	e := startEnv(t, nodes)
+	one := intstr.FromInt32(1) // one pod at a time: a fast step slow enough to pause in
+	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4",
+		HandlerRollout: &v1.HandlerRolloutPolicy{FastStep: &one, BakeTime: &metav1.Duration{Duration: 2 * time.Second}}})
+	e.waitAvailable(3 * time.Minute)
+	apiImage := e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image
+
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.Paused, s.ImageTag = true, "v1.9.0" })
+	e.eventually("the upgrade held before its first step", time.Minute, func() (bool, error) {
+		h := e.kubeVirt().Status.RolloutHold
+		return h != nil && h.Reason == "Paused" && h.Step != "", nil
+	})
+	time.Sleep(5 * time.Second)
+	kv := e.kubeVirt()
+	if n := e.handlerPodsOn("v1.9.0"); n != 0 || e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image != apiImage {
+		t.Fatalf("a paused upgrade changed things: %d virt-handler pods on v1.9.0, virt-api %s", n, e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image)
+	}
+	if c := condition(kv, v1.KubeVirtConditionProgressing); c == nil || c.Reason != "Paused" || !strings.Contains(c.Message, "held before "+kv.Status.RolloutHold.Step) {
+		t.Fatalf("Progressing = %+v, want reason Paused naming the step", c)
+	}
+	t.Logf("held: %s", condition(kv, v1.KubeVirtConditionProgressing).Message)
+
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.Paused = false })
+	e.eventually("the fast step under way", 3*time.Minute, func() (bool, error) {
+		return e.handlerPodsOn("v1.9.0") >= 3, nil
+	})
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.Paused = true })
+	e.eventually("the rollout paused", time.Minute, func() (bool, error) {
+		h := e.kubeVirt().Status.HandlerRollout
+		return h != nil && h.Paused, nil
+	})
+	time.Sleep(3 * time.Second) // the pods being replaced finish
+	held := e.handlerPodsOn("v1.9.0")
+	time.Sleep(30 * time.Second)
+	if n := e.handlerPodsOn("v1.9.0"); n != held || n == nodes {
+		t.Fatalf("%d virt-handler pods on v1.9.0 after 30 s paused, %d when paused (of %d)", n, held, nodes)
+	}
+	kv = e.kubeVirt()
+	if d := condition(kv, v1.KubeVirtConditionDegraded); d != nil && strings.Contains(d.Message, "stuck") {
+		t.Fatalf("a paused rollout is called stuck: %s", d.Message)
+	}
+	t.Logf("paused at %d of %d: %s", held, nodes, kv.Status.HandlerRollout.Message)
+
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.Paused = false })
+	e.eventually("the upgrade done", 3*time.Minute, func() (bool, error) {
+		kv := e.kubeVirt()
+		return kv.Status.ObservedKubeVirtVersion == "v1.9.0" && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
+			kv.Status.RolloutHold == nil, nil
+	})
+	if n := e.handlerPodsOn("v1.9.0"); n != nodes {
+		t.Fatalf("%d of %d virt-handler pods on v1.9.0 after the resume", n, nodes)
+	}
+	if h := e.kubeVirt().Status.History; len(h) != 2 || h[0].Outcome != "Succeeded" || h[0].ToVersion != "v1.9.0" {
+		t.Fatalf("history %+v", h)
+	}
+}
