@@ -65,4 +65,3 @@ func TestWindows(t *testing.T) {
 		})
 	}
 }
-
