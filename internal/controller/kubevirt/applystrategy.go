@@ -88,6 +88,7 @@ func (r *Reconciler) applyStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *de
 			return out, nil
 		}
 		if len(writes) > 0 {
+			countDrift(kv, writes)
 			log.FromContext(ctx).Info("applying", "step", step.Name, "writes", len(writes), "first", describe(writes[0]))
 			gens, err := applier.ApplyByKind(ctx, writes, writeWorkers)
 			kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)

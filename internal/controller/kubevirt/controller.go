@@ -129,6 +129,7 @@ func (r *Reconciler) reconcileIgnored(_ context.Context, kv, active *v1.KubeVirt
 // place the standard conditions are derived, from whatever the pass concluded.
 func (r *Reconciler) patchStatus(ctx context.Context, original, kv *v1.KubeVirt) error {
 	kv.Status.Conditions = StandardConditions(kv.Status.Conditions, kv.Generation, r.now())
+	publishMetrics(&kv.Status)
 	if equality.Semantic.DeepEqual(original.Status, kv.Status) {
 		return nil
 	}
