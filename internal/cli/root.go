@@ -38,6 +38,7 @@ func NewRootCommand() *cobra.Command {
 		NewRenderCommand(),
 		NewVersionsCommand(),
 		NewDumpInstallStrategyCommand(),
+		NewStatusCommand(),
 		sandbox,
 	)
 	return root

@@ -21,12 +21,16 @@ func recordHistory(kv *v1.KubeVirt, changed []string, strategyLoaded bool, now t
 	if h := st.HandlerRollout; h != nil && h.TargetID == st.TargetDeploymentID && rollout.Phase(h.Phase) == rollout.PhaseFailed {
 		obs.Failed = true
 	}
-	if d := findCondition(st.Conditions, v1.KubeVirtConditionDegraded); d != nil && d.Status == "True" &&
-		d.Reason != ReasonUpdating && d.Reason != ReasonDeleting {
+	if d := findCondition(st.Conditions, v1.KubeVirtConditionDegraded); d != nil && d.Status == "True" && !notAProblem[d.Reason] {
 		obs.Problem = d.Reason + ": " + d.Message
 	}
 	st.History = history.Record(st.History, obs)
 }
+
+// notAProblem are the reasons upstream's Degraded carries during a healthy
+// update (it is True with Progressing), a deletion, or a hold the admin asked for.
+var notAProblem = map[string]bool{ReasonUpdating: true, ReasonDeploying: true, ReasonDeleting: true,
+	ReasonRolloutPaused: true, ReasonOutsideRolloutWindows: true}
 
 // stageOf names where the rollout towards the target is.
 func stageOf(kv *v1.KubeVirt, strategyLoaded bool) string {

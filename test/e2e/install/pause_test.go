@@ -2,6 +2,10 @@ package install_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 )
 
 // handlerPodsOn counts the virt-handler pods whose image has the tag.
@@ -77,8 +82,10 @@ func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
 	}
 	t.Logf("paused at %d of %d: %s", held, nodes, kv.Status.HandlerRollout.Message)
 
+	watch := startStatusWatch(t, e)
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.Paused = false })
 	e.eventually("the upgrade done", 3*time.Minute, func() (bool, error) {
+		watch.capture()
 		kv := e.kubeVirt()
 		return kv.Status.ObservedKubeVirtVersion == "v1.9.0" && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
 			kv.Status.RolloutHold == nil, nil
@@ -89,4 +96,72 @@ func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
 	if h := e.kubeVirt().Status.History; len(h) != 2 || h[0].Outcome != "Succeeded" || h[0].ToVersion != "v1.9.0" {
 		t.Fatalf("history %+v", h)
 	}
+	watch.wait()
+}
+
+// statusWatch is `virt-operator status --watch` in a tmux pane: a terminal.
+type statusWatch struct {
+	t              *testing.T
+	socket, result string
+	bars           map[string]bool // distinct virt-handler lines seen
+	last           string
+}
+
+func startStatusWatch(t *testing.T, e *env) *statusWatch {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Log("tmux is not installed: the status --watch check is skipped")
+		return nil
+	}
+	dir := t.TempDir()
+	w := &statusWatch{t: t, socket: filepath.Join(dir, "tmux.sock"), result: filepath.Join(dir, "exit"), bars: map[string]bool{}}
+	cmd := fmt.Sprintf("%s status --watch --interval 300ms --kubeconfig %s --namespace %s; echo $? > %s; sleep 600",
+		sandboxtest.OperatorBinary(t), e.sb.Kubeconfig(), namespace, w.result)
+	if out, err := exec.Command("tmux", "-S", w.socket, "new-session", "-d", "-x", "200", "-y", "60", cmd).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", w.socket, "kill-server").Run() })
+	return w
+}
+
+// capture reads the pane and records its virt-handler line.
+func (w *statusWatch) capture() {
+	if w == nil {
+		return
+	}
+	out, err := exec.Command("tmux", "-S", w.socket, "capture-pane", "-p").Output()
+	if err != nil {
+		return
+	}
+	w.last = string(out)
+	for _, l := range strings.Split(w.last, "\n") {
+		if strings.Contains(l, "virt-handler") && strings.Contains(l, "[") {
+			w.bars[strings.TrimSpace(l)] = true
+		}
+	}
+}
+
+// wait checks the bars moved and the watch exited 0 once the upgrade was done.
+func (w *statusWatch) wait() {
+	if w == nil {
+		return
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		w.capture()
+		if b, err := os.ReadFile(w.result); err == nil {
+			if code := strings.TrimSpace(string(b)); code != "0" {
+				w.t.Fatalf("status --watch exited %s; its screen:\n%s", code, w.last)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("status --watch did not exit after the upgrade; its screen:\n%s", w.last)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if len(w.bars) < 2 {
+		w.t.Fatalf("the virt-handler bar never moved: %v", w.bars)
+	}
+	w.t.Logf("status --watch showed %d virt-handler lines and exited 0; its last screen:\n%s", len(w.bars), w.last)
 }
