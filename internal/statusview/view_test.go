@@ -14,7 +14,10 @@ import (
 
 var now = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 
-func ago(s int) *metav1.Time { t := metav1.NewTime(now.Add(-time.Duration(s) * time.Second)); return &t }
+func ago(s int) *metav1.Time {
+	t := metav1.NewTime(now.Add(-time.Duration(s) * time.Second))
+	return &t
+}
 
 func TestBar(t *testing.T) {
 	for _, c := range []struct {
