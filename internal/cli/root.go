@@ -39,6 +39,7 @@ func NewRootCommand() *cobra.Command {
 		NewVersionsCommand(),
 		NewDumpInstallStrategyCommand(),
 		NewStatusCommand(),
+		NewPlanCommand(),
 		sandbox,
 	)
 	return root

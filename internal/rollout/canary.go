@@ -103,3 +103,9 @@ func (pl *planner) keepAvailableCanaries(nodes []string) []string {
 	}
 	return kept
 }
+
+// CanaryCandidates are the nodes a rollout to obs.Target would start its
+// canary on, as the canary phase picks them (for `virt-operator plan`).
+func CanaryCandidates(obs Observation, size int) []string {
+	return newView(obs).pickCanaries(size, obs.Target)
+}

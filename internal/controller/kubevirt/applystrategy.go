@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -269,3 +270,12 @@ func describe(a apply.Action) string {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// DesiredStrategy is s as the operator would write it for kv and cfg
+// (customized, certificates filled from the live ones, metadata stamped),
+// read-only: `virt-operator plan` compares it with the live objects.
+func DesiredStrategy(ctx context.Context, c client.Client, kv *v1.KubeVirt, cfg *deployid.Config, s *strategy.Strategy) (*strategy.Strategy, error) {
+	r := &Reconciler{Client: c, Clock: clock.RealClock{}}
+	desired, _, err := r.desiredStrategy(ctx, kv, cfg, s)
+	return desired, err
+}

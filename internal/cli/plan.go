@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/operator"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/strategy/generate"
+	"github.com/virt-operator/virt-operator/internal/upgradeplan"
+)
+
+// The plan command says what applying a KubeVirt CR would do, against the live
+// cluster, before anything changes (internal/upgradeplan). It only reads.
+// Exit status: 0 when it could plan; 1 when a preflight check blocks; 2 on bad
+// input (flags, the file, a spec the operator would reject, a release this
+// build cannot render).
+
+type planOptions struct {
+	file, kubeconfig string
+	env              []string
+}
+
+// NewPlanCommand returns `plan`.
+func NewPlanCommand() *cobra.Command {
+	var o planOptions
+	cmd := &cobra.Command{
+		Use:   "plan -f NEW-KUBEVIRT.yaml [--kubeconfig F] [--env NAME=VALUE]...",
+		Short: "Show what applying a KubeVirt CR would change, restart, move and take, before it happens",
+		Long: `Plan reads the cluster (the live KubeVirt CR of the file's name and namespace, the
+operator's Deployment for its environment, the objects, pods, nodes and VMIs) and prints: the
+config keys that change and the new deployment ID; the objects created, updated (with the fields
+that change) and deleted; new images; the pods that restart, in order, and the node the
+virt-handler canary would start on; the VMIs that would migrate, be evicted or be left; an
+estimate of the time from the rollout settings, the pod starts the cluster measured and earlier
+upgrades (status.history); and the preflight checks. Nothing is written.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPlan(cmd.Context(), cmd.OutOrStdout(), o, deployid.OSEnv{})
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return UsageError(err) })
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "the KubeVirt CR to plan, as YAML or JSON")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster config")
+	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE to set in the operator's environment (repeatable; default: the virt-operator Deployment's)")
+	return cmd
+}
+
+var errPreflight = errors.New("a preflight check blocks the upgrade")
+
+func runPlan(ctx context.Context, out io.Writer, o planOptions, processEnv deployid.Env) error {
+	if o.file == "" {
+		return UsageError(errors.New("-f KUBEVIRT.yaml is required"))
+	}
+	newKV, err := loadKubeVirt(o.file)
+	if err != nil {
+		return UsageError(err)
+	}
+	if newKV.Namespace == "" {
+		newKV.Namespace = DefaultNamespace()
+	}
+	cfg, err := RESTConfig(o.kubeconfig)
+	if err != nil {
+		return UsageError(err)
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	in, err := planInput(ctx, c, newKV, processEnv, o)
+	if err != nil {
+		return err
+	}
+	p := upgradeplan.Make(in)
+	if _, err := io.WriteString(out, p.Text()); err != nil {
+		return err
+	}
+	if p.Blocked() {
+		return &ExitError{Code: ExitFailure, Err: errPreflight}
+	}
+	return nil
+}
+
+// planInput reads what a plan looks at.
+func planInput(ctx context.Context, c client.Client, newKV *v1.KubeVirt, processEnv deployid.Env, o planOptions) (upgradeplan.Input, error) {
+	in := upgradeplan.Input{NewKubeVirt: newKV}
+	ns := newKV.Namespace
+	current := &v1.KubeVirt{}
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(newKV), current); {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return in, fmt.Errorf("reading KubeVirt %s/%s: %w", ns, newKV.Name, err)
+	}
+	in.Current = current
+	env, err := liveOperatorEnv(ctx, c, ns, processEnv, o.env)
+	if err != nil {
+		return in, err
+	}
+	if in.NewConfig, err = deployid.FromKubeVirt(newKV, env); err != nil {
+		return in, UsageError(fmt.Errorf("%s: %w", o.file, err))
+	}
+	if current != nil && current.Status.TargetDeploymentConfig != "" {
+		if in.CurrentConfig, err = deployid.Parse(current.Status.TargetDeploymentConfig); err != nil {
+			return in, fmt.Errorf("the live CR's target config: %w", err)
+		}
+	}
+	monitoring, err := strategy.DetectMonitorNamespace(ctx, c, in.NewConfig.PotentialMonitorNamespaces(), in.NewConfig.MonitorAccount())
+	if err != nil {
+		return in, fmt.Errorf("detecting the monitoring namespace: %w", err)
+	}
+	s, err := generate.Generate(generate.Input{Config: in.NewConfig, MonitorNamespace: monitoring})
+	if err != nil {
+		return in, UsageError(fmt.Errorf("plan renders the releases this build knows (virt-operator versions): %w", err))
+	}
+	desired, err := kubevirt.DesiredStrategy(ctx, c, newKV, in.NewConfig, s)
+	if err != nil {
+		return in, fmt.Errorf("preparing the strategy: %w", err)
+	}
+	observed := ""
+	if current != nil {
+		observed = current.Status.ObservedKubeVirtVersion
+	}
+	in.Steps = apply.Steps(desired, apply.ChoosePath(in.NewConfig.KubeVirtVersion, observed))
+	if in.Live, err = apply.LiveObjects(ctx, c, desired); err != nil {
+		return in, err
+	}
+	managed, err := apply.ListManaged(ctx, c, []string{ns}, apply.KindsOf(desired.Others)...)
+	if err != nil {
+		return in, err
+	}
+	in.Orphans = apply.Orphans(apply.Refs(apply.Steps(desired, apply.Install)), managed)
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return in, err
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return in, err
+	}
+	var vmis v1.VirtualMachineInstanceList
+	if err := c.List(ctx, &vmis); err != nil && !isNoKind(err) {
+		return in, err
+	}
+	in.Pods, in.Nodes, in.VMIs = pods.Items, nodes.Items, vmis.Items
+	in.Preflight = preflight(ctx, c, desired)
+	return in, nil
+}
+
+// liveOperatorEnv is the environment of the virt-operator Deployment's
+// container (what the running operator computes its config with), else the
+// process's, with the --env overrides.
+func liveOperatorEnv(ctx context.Context, c client.Client, ns string, processEnv deployid.Env, overrides []string) (deployid.MapEnv, error) {
+	env, err := operatorEnv(processEnv, overrides)
+	if err != nil {
+		return nil, UsageError(err)
+	}
+	dep := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "virt-operator"}, dep); err != nil {
+		return env, client.IgnoreNotFound(err)
+	}
+	live := deployid.MapEnv{}
+	for _, ct := range dep.Spec.Template.Spec.Containers {
+		for _, e := range ct.Env {
+			if e.ValueFrom == nil {
+				live[e.Name] = e.Value
+			}
+		}
+	}
+	live["POD_NAMESPACE"] = ns
+	for _, o := range overrides { // explicit overrides win
+		if name, value, ok := strings.Cut(o, "="); ok {
+			live[name] = value
+		}
+	}
+	return live, nil
+}
+
+// preflight are the checks a plan can make from the cluster.
+func preflight(ctx context.Context, c client.Client, desired *strategy.Strategy) []upgradeplan.Check {
+	return []upgradeplan.Check{storedVersionsCheck(ctx, c, desired)}
+}
+
+// storedVersionsCheck: no CRD of the target drops a version its stored
+// objects use (status.storedVersions).
+func storedVersionsCheck(ctx context.Context, c client.Client, desired *strategy.Strategy) upgradeplan.Check {
+	check := upgradeplan.Check{Name: "CRD stored versions", OK: true, Message: "every stored version stays served"}
+	for _, want := range desired.CRDs {
+		live := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
+			continue // new, or unreadable: nothing stored to lose
+		}
+		served := map[string]bool{}
+		for _, v := range want.Spec.Versions {
+			served[v.Name] = v.Served
+		}
+		for _, stored := range live.Status.StoredVersions {
+			if !served[stored] {
+				check.OK = false
+				check.Message = fmt.Sprintf("CRD %s: objects are stored as %s, which the target no longer serves", want.Name, stored)
+				return check
+			}
+		}
+	}
+	return check
+}
+
+// isNoKind: the cluster does not serve the kind (no KubeVirt CRDs yet).
+func isNoKind(err error) bool { return meta.IsNoMatchError(err) }

@@ -1,0 +1,92 @@
+package upgradeplan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+)
+
+var t0 = time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC)
+
+func deployment(name, image string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kubevirt", Annotations: map[string]string{"kubevirt.io/install-strategy-version": image}},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io": name}},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "quay.io/kubevirt/" + name + ":" + image}}}}},
+	}
+}
+
+func readyPod(name, app string, start time.Duration) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kubevirt", Labels: map[string]string{"kubevirt.io": app},
+		CreationTimestamp: metav1.NewTime(t0)},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(t0.Add(start))}}}}
+}
+
+func TestFieldChanges(t *testing.T) {
+	got := FieldChanges(deployment("virt-api", "v1.8.4"), deployment("virt-api", "v1.9.0"))
+	if len(got) != 1 || got[0] != "spec.template.spec.containers[0].image: quay.io/kubevirt/virt-api:v1.8.4 -> quay.io/kubevirt/virt-api:v1.9.0" {
+		t.Fatalf("changes %q: want the image only (version stamps are bookkeeping)", got)
+	}
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "kubevirt"}}
+	if got := FieldChanges(meta, deployment("x", "v2")); len(got) != 0 {
+		t.Fatalf("a metadata-only live copy: %q", got)
+	}
+}
+
+func TestMake(t *testing.T) {
+	oldCfg := &deployid.Config{Namespace: "kubevirt", Registry: "quay.io/kubevirt", KubeVirtVersion: "v1.8.4"}
+	oldCfg.ID = oldCfg.ComputeID()
+	newCfg := &deployid.Config{Namespace: "kubevirt", Registry: "quay.io/kubevirt", KubeVirtVersion: "v1.9.0"}
+	newCfg.ID = newCfg.ComputeID()
+	liveAPI := deployment("virt-api", "v1.8.4")
+	replicas := int32(2)
+	liveAPI.Spec.Replicas = &replicas
+	wantAPI, wantNew := deployment("virt-api", "v1.9.0"), deployment("virt-template", "v0.2")
+	wantAPI.Spec.Replicas = &replicas
+	seconds := int64(4)
+	current := &v1.KubeVirt{Status: v1.KubeVirtStatus{History: []v1.DeploymentRecord{{DeploymentID: oldCfg.ID, ToVersion: "v1.8.4", Outcome: "Succeeded",
+		Phases: []v1.DeploymentPhase{{Name: "InstallStrategy", Seconds: &seconds}}}}}}
+	newKV := &v1.KubeVirt{Spec: v1.KubeVirtSpec{WorkloadUpdates: &v1.WorkloadUpdatePolicy{Methods: []v1.WorkloadUpdateMethod{"LiveMigrate"}}}}
+	vmi := v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm", Namespace: "ns"},
+		Status: v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, NodeName: "n1", LauncherContainerImageVersion: oldCfg.Image(deployid.Launcher),
+			Conditions: []v1.VirtualMachineInstanceCondition{{Type: v1.VMIConditionLiveMigratable, Status: corev1.ConditionTrue}}}}
+	orphan := deployment("virt-gone", "v1.8.4")
+	p := Make(Input{Current: current, NewKubeVirt: newKV, CurrentConfig: oldCfg, NewConfig: newCfg,
+		Steps: []apply.Step{{Name: "virt-api", Objects: []client.Object{wantAPI, wantNew}}},
+		Live:  map[apply.ObjectRef]client.Object{apply.RefOf(liveAPI): liveAPI}, Orphans: []client.Object{orphan},
+		Pods: []corev1.Pod{readyPod("virt-api-1", "virt-api", 2*time.Second), readyPod("virt-api-2", "virt-api", 4*time.Second)},
+		VMIs: []v1.VirtualMachineInstance{vmi}, Preflight: []Check{{Name: "x", OK: true, Message: "fine"}}})
+	text := p.Text()
+	for _, want := range []string{
+		"Upgrade KubeVirt v1.8.4 -> v1.9.0", "Changed keys: kubeVirtVersion",
+		"Objects: 1 created, 1 updated, 0 recreated, 1 deleted", "Create   1 Deployment",
+		"spec.template.spec.containers[0].image: quay.io/kubevirt/virt-api:v1.8.4 -> quay.io/kubevirt/virt-api:v1.9.0",
+		"Delete   Deployment kubevirt/virt-gone",
+		"1. virt-api: Deployment/virt-api (2 pods)", "virt-api-1 virt-api-2",
+		"quay.io/kubevirt/virt-template:v0.2",
+		"VMIs, moved by virt-operator: 1 migrate, 0 evicted (restarted), 0 left", "ns/vm",
+		"Estimate: 13s", "install strategy", "the last deployment", "a pod start of 4s, the median of 2 running pods",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, text)
+		}
+	}
+	if p.Blocked() {
+		t.Fatal("blocked without a failed check")
+	}
+	p.Preflight = append(p.Preflight, Check{Name: "y", OK: false, Message: "no"})
+	if !p.Blocked() || !strings.Contains(p.Text(), "FAIL y") {
+		t.Fatal("a failed check must block and show")
+	}
+}
