@@ -235,7 +235,9 @@ func createdByKind(changes []Change) string {
 	for k := range n {
 		kinds = append(kinds, k)
 	}
-	sort.Slice(kinds, func(i, j int) bool { return n[kinds[i]] > n[kinds[j]] || (n[kinds[i]] == n[kinds[j]] && kinds[i] < kinds[j]) })
+	sort.Slice(kinds, func(i, j int) bool {
+		return n[kinds[i]] > n[kinds[j]] || (n[kinds[i]] == n[kinds[j]] && kinds[i] < kinds[j])
+	})
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
 		parts[i] = fmt.Sprintf("%d %s", n[k], k)
