@@ -361,10 +361,29 @@ type KubeVirtStatus struct {
 	// (spec.paused, outside spec.rolloutWindows); nil when it may.
 	RolloutHold *RolloutHoldStatus `json:"rolloutHold,omitempty"`
 
+	// Preflight are the checks of the upgrade to the target, run before its
+	// first step (not in upstream's API).
+	Preflight *PreflightStatus `json:"preflight,omitempty"`
+
 	// History is the last deployments, newest first (at most 10).
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	History []DeploymentRecord `json:"history,omitempty"`
+}
+
+// PreflightStatus are the checks of one target.
+type PreflightStatus struct {
+	TargetID string `json:"targetID"`
+	// +listType=atomic
+	Checks []PreflightCheck `json:"checks,omitempty"`
+}
+
+// PreflightCheck is one check's result.
+type PreflightCheck struct {
+	Name string `json:"name"`
+	// State: Passed, Failed, Running or Skipped.
+	State   string `json:"state"`
+	Message string `json:"message,omitempty"`
 }
 
 // RolloutHoldStatus is a held install or upgrade: why, and where.
@@ -503,6 +522,8 @@ const (
 	KubeVirtConditionReady       KubeVirtConditionType = "Ready"
 	KubeVirtConditionReconciling KubeVirtConditionType = "Reconciling"
 	KubeVirtConditionStalled     KubeVirtConditionType = "Stalled"
+	// Upgradeable says whether the upgrade to the target passed its preflight.
+	KubeVirtConditionUpgradeable KubeVirtConditionType = "Upgradeable"
 )
 
 // KubeVirtCondition is one condition on the KubeVirt CR, shaped as upstream's.

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -177,7 +178,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.Add(leading{}); err != nil {
 		return err
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the discovery client: %w", err)
+	}
 	reconciler := &kubevirt.Reconciler{
+		ServerVersion:   dc.ServerVersion,
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		Namespace:       o.Namespace,

@@ -46,9 +46,16 @@ type Release struct {
 	// ComponentVersions are image versions that do not follow KubeVirt's
 	// (virt-template ships its own releases), by image name.
 	ComponentVersions map[string]string
+	// Kubernetes are the Kubernetes minor versions the release supports: the
+	// latest three at its release (upstream's docs/kubernetes-compatibility.md),
+	// the newest being the k8s.io/api minor of its go.mod.
+	Kubernetes KubernetesRange
 
 	major, minor int
 }
+
+// KubernetesRange is a range of Kubernetes 1.x minor versions.
+type KubernetesRange struct{ Min, Max int }
 
 //go:embed data
 var data embed.FS
@@ -56,7 +63,7 @@ var data embed.FS
 // catalogue lists the supported releases, newest first.
 var catalogue = []*Release{
 	{
-		Line: "v1.9", Version: "v1.9.0", GateRule: BetaOnByDefault,
+		Line: "v1.9", Version: "v1.9.0", GateRule: BetaOnByDefault, Kubernetes: KubernetesRange{Min: 32, Max: 34},
 		Gates: map[string]GateState{
 			"DecentralizedLiveMigration":   Alpha,
 			"ConfigurableHypervisor":       Alpha,
@@ -71,7 +78,7 @@ var catalogue = []*Release{
 		major:             1, minor: 9,
 	},
 	{
-		Line: "v1.8", Version: "v1.8.4", GateRule: ListedOnly,
+		Line: "v1.8", Version: "v1.8.4", GateRule: ListedOnly, Kubernetes: KubernetesRange{Min: 32, Max: 34},
 		Gates: map[string]GateState{
 			"PersistentReservation":        Alpha,
 			"DecentralizedLiveMigration":   Alpha,

@@ -34,6 +34,8 @@
 //     any container image ending in "-crashloop" turns Running and Ready like any other
 //     pod, and about 2 s later its containers report CrashLoopBackOff with Ready=False;
 //     the stage fires again every ~2 s raising restartCount, as a real crash loop does.
+//     A pod with an image ending in "-nopull" never pulls it: it stays Pending, that
+//     container waiting with ErrImagePull (the preflight's image check sees a bad tag).
 //     Pods owned by Jobs are completed (Succeeded) by pod/fast's pod-complete stage,
 //     except host-executed ones (below).
 //   - Nodes are plain Node objects (cpu 32, memory 256Gi, pods 110, labels

@@ -191,7 +191,7 @@ func TestStagesYAML(t *testing.T) {
 		names = append(names, doc.Metadata.Name)
 		keys := doc.Spec.Selector.MatchExpressions
 		switch doc.Metadata.Name {
-		case "pod-ready", "pod-complete", "pod-crashloop":
+		case "pod-ready", "pod-complete", "pod-crashloop", "pod-nopull":
 			// Host-executed pods are left to the hostexec runner.
 			if len(keys) == 0 || keys[len(keys)-1].Key != defaultStageExpression {
 				t.Errorf("stage %s does not skip host-executed pods (last key must be %s)", doc.Metadata.Name, defaultStageExpression)
@@ -206,7 +206,7 @@ func TestStagesYAML(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete", "pod-crashloop"}
+	want := []string{"node-initialize", "node-heartbeat-with-lease", "pod-ready", "pod-complete", "pod-delete", "pod-crashloop", "pod-nopull"}
 	if !slices.Equal(names, want) {
 		t.Errorf("stages %v, want %v", names, want)
 	}
@@ -284,7 +284,7 @@ func TestStopKillsAfterGrace(t *testing.T) {
 func TestRenderStagesAndHostExecArgs(t *testing.T) {
 	custom := `(.metadata.labels["x"] == "y")`
 	out := string(renderStages(custom))
-	if strings.Contains(out, defaultStageExpression) || strings.Count(out, custom) != 3 {
+	if strings.Contains(out, defaultStageExpression) || strings.Count(out, custom) != 4 { // pod-ready, pod-complete, pod-crashloop, pod-nopull
 		t.Errorf("rendered stages hold the custom expression %d times", strings.Count(out, custom))
 	}
 	if string(renderStages(defaultStageExpression)) != string(stagesYAML) {

@@ -3,6 +3,7 @@ package kubevirt
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/version"
 	"sync"
 	"time"
 
@@ -46,6 +47,9 @@ type Reconciler struct {
 	// ServiceAccount runs the install-strategy Job.
 	ServiceAccount string
 	Clock          clock.PassiveClock
+	// ServerVersion reads the Kubernetes version (the preflight checks it); nil
+	// skips that check.
+	ServerVersion func() (*version.Info, error)
 
 	// recentJobs remembers Jobs this process just created (jobKey → time).
 	recentJobs sync.Map

@@ -57,6 +57,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 	if err := r.ensureFinalizer(ctx, kv); err != nil {
 		return reconcile.Result{}, err
 	}
+	preflightRequeue := time.Duration(0)
+	if kv.Status.RolloutHold == nil {
+		hold, requeue, err := r.runPreflight(ctx, kv, cfg, loaded.Strategy)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		kv.Status.RolloutHold, preflightRequeue = hold, requeue
+	}
 
 	outcome, err := r.applyStrategy(ctx, kv, cfg, loaded.Strategy)
 	var patchErr *apply.PatchError
@@ -74,6 +82,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 	}
 	r.transient.clear()
 	requeue := minPositive(minPositive(loaded.Plan.RequeueAfter, outcome.RecheckAfter), holdRequeue(kv.Status.RolloutHold, r.Clock.Now()))
+	requeue = minPositive(requeue, preflightRequeue)
 	if !outcome.RolledOver {
 		if outcome.ProblemReason != "" {
 			// The rollout's own Event already told users; the condition says why

@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/preflight"
 )
 
 // WatchedKinds are the managed kinds whose changes bring the operator back:
@@ -74,8 +75,10 @@ func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 	b = b.Watches(&corev1.ServiceAccount{}, toActive)
 	// virt-handler's pods: the canary widens once its pod is Ready and fails
 	// once it restarts, within rolloutEventWindow, not at the next resync.
+	// The preflight's pre-pull pods too: a pull error holds the upgrade at once.
 	b = b.Watches(&corev1.Pod{}, r.coalesced(rolloutEventWindow), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetLabels()[metadata.AppLabel] == "virt-handler"
+		app := o.GetLabels()[metadata.AppLabel]
+		return app == "virt-handler" || app == preflight.PrepullValue
 	})))
 	return b
 }

@@ -102,6 +102,15 @@ func TestPlanBeforeEachUpgrade(t *testing.T) {
 			return kv.Status.ObservedKubeVirtVersion == tag && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
 		})
 		took := time.Since(start)
+		if pf := e.kubeVirt().Status.Preflight; pf == nil || pf.TargetID != e.kubeVirt().Status.TargetDeploymentID || len(pf.Checks) < 4 {
+			t.Errorf("%s: preflight %+v, want every check of this target", tag, pf)
+		} else {
+			for _, c := range pf.Checks {
+				if c.State != "Passed" {
+					t.Errorf("%s: preflight check %s %s: %s", tag, c.Name, c.State, c.Message)
+				}
+			}
+		}
 		ratio := took.Seconds() / est.Seconds()
 		summary = append(summary, tag+": estimate "+est.String()+", measured "+took.Round(100*time.Millisecond).String())
 		if ratio > 2 || ratio < 0.5 {

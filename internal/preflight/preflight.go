@@ -1,0 +1,130 @@
+// Package preflight owns the checks an upgrade must pass before its first
+// step: the target release supports the cluster's Kubernetes, the target's
+// images can be pulled on the nodes (a short pre-pull pod per node pool), the
+// CRD changes keep every stored version served, and deprecated CR fields are
+// named. The checks are pure functions of what was observed; the KubeVirt
+// controller runs the pre-pull pods, records the results in
+// status.preflight and the Upgradeable condition, and holds the upgrade while
+// a check fails or runs, unless the CR's skip annotation names it.
+package preflight
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/release"
+)
+
+// Check names (also what the skip annotation lists).
+const (
+	CheckKubernetes     = "KubernetesVersion"
+	CheckImages         = "ImagePull"
+	CheckStoredVersions = "CRDStoredVersions"
+	CheckDeprecated     = "DeprecatedFields"
+)
+
+// SkipAnnotation on the KubeVirt CR lists checks (comma-separated) whose
+// failure does not hold the upgrade; "all" skips every check.
+const SkipAnnotation = "kubevirt.io/virt-operator-skip-preflight"
+
+// Result states.
+const (
+	Passed  = "Passed"
+	Failed  = "Failed"
+	Running = "Running"
+	Skipped = "Skipped"
+)
+
+// Kubernetes checks the cluster's minor version against the release's range:
+// older than the range fails (KubeVirt then needs APIs the cluster lacks);
+// newer passes with a note (not yet tested upstream, usually fine).
+func Kubernetes(r *release.Release, major, minor int) v1.PreflightCheck {
+	c := v1.PreflightCheck{Name: CheckKubernetes, State: Passed}
+	k := r.Kubernetes
+	switch {
+	case k.Min == 0:
+		c.Message = "the release names no Kubernetes range"
+	case major != 1 || minor < k.Min:
+		c.State = Failed
+		c.Message = fmt.Sprintf("KubeVirt %s supports Kubernetes 1.%d to 1.%d; the cluster runs %d.%d", r.Version, k.Min, k.Max, major, minor)
+	case minor > k.Max:
+		c.Message = fmt.Sprintf("Kubernetes %d.%d is newer than the 1.%d KubeVirt %s was tested with", major, minor, k.Max, r.Version)
+	default:
+		c.Message = fmt.Sprintf("Kubernetes %d.%d is within 1.%d-1.%d", major, minor, k.Min, k.Max)
+	}
+	return c
+}
+
+// StoredVersions fails when a target CRD stops serving a version its live
+// CRD lists in status.storedVersions: objects stored so could not be read.
+func StoredVersions(stored map[string][]string, desired []*apiextensionsv1.CustomResourceDefinition) v1.PreflightCheck {
+	c := v1.PreflightCheck{Name: CheckStoredVersions, State: Passed, Message: "every stored version stays served"}
+	var lost []string
+	for _, crd := range desired {
+		served := map[string]bool{}
+		for _, v := range crd.Spec.Versions {
+			served[v.Name] = v.Served
+		}
+		for _, s := range stored[crd.Name] {
+			if !served[s] {
+				lost = append(lost, crd.Name+" "+s)
+			}
+		}
+	}
+	if len(lost) > 0 {
+		sort.Strings(lost)
+		c.State, c.Message = Failed, "stored versions the target no longer serves: "+strings.Join(lost, ", ")
+	}
+	return c
+}
+
+// Deprecated names the feature gates the CR lists that the target release has
+// made GA (listing them does nothing); it never blocks.
+func Deprecated(r *release.Release, kv *v1.KubeVirt) v1.PreflightCheck {
+	c := v1.PreflightCheck{Name: CheckDeprecated, State: Passed, Message: "none"}
+	dc := kv.Spec.Configuration.DeveloperConfiguration
+	if dc == nil {
+		return c
+	}
+	var ga []string
+	for _, g := range dc.FeatureGates {
+		if r.Gates[g] == release.GA {
+			ga = append(ga, g)
+		}
+	}
+	if len(ga) > 0 {
+		c.Message = "feature gates GA in " + r.Version + " (listing them has no effect): " + strings.Join(ga, ", ")
+	}
+	return c
+}
+
+// Skipped reports whether the CR's annotation skips the named check.
+func IsSkipped(kv *v1.KubeVirt, name string) bool {
+	for _, s := range strings.Split(kv.Annotations[SkipAnnotation], ",") {
+		if s = strings.TrimSpace(s); s == "all" || s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Verdict is what the checks decide: whether the upgrade may start, and if
+// not, why (the first check that fails or runs).
+func Verdict(kv *v1.KubeVirt, checks []v1.PreflightCheck) (ok bool, reason, message string) {
+	for _, c := range checks {
+		if IsSkipped(kv, c.Name) {
+			continue
+		}
+		switch c.State {
+		case Failed:
+			return false, c.Name, c.Name + " failed: " + c.Message + " (override: annotate the KubeVirt CR " + SkipAnnotation + "=" + c.Name + ")"
+		case Running:
+			return false, c.Name, c.Name + " is running: " + c.Message
+		}
+	}
+	return true, "", ""
+}
