@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		RetryPeriod:             &retryPeriod,
 		// Release the lease on shutdown so a successor does not wait a full lease.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{ByObject: namespacedCache(o.Namespace)},
+		Cache:                         cache.Options{ByObject: namespacedCache(o.Namespace), DefaultTransform: cacheTransform()},
 		// Tests run one operator after another in the same process; the
 		// controller's name is only unique per manager.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

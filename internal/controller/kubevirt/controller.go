@@ -63,6 +63,8 @@ type Reconciler struct {
 	written writtenStatus
 	// transient tells apply errors to retry quietly from those to report.
 	transient transientErrors
+	// monitorAccounts filters the ServiceAccount watch.
+	monitorAccounts monitorAccounts
 	// orphansCheckedFor is the strategy ConfigMap (UID/resourceVersion) the last
 	// orphan clean-up ran against.
 	orphansCheckedFor string

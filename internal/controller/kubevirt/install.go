@@ -24,6 +24,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 		r.fail(kv, ReasonInvalidConfig, err.Error())
 		return reconcile.Result{}, nil // a spec or environment change brings the operator back
 	}
+	r.monitorAccounts.set(cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
 	changed := r.setTarget(ctx, kv, cfg)
 	strategyLoaded := false
 	defer func() { recordHistory(kv, changed, strategyLoaded, r.Clock.Now()) }()

@@ -52,3 +52,20 @@ func TestStandardConditions(t *testing.T) {
 		t.Fatal("a repeated derivation moved the timestamps")
 	}
 }
+
+func TestMonitorAccountsFilterServiceAccounts(t *testing.T) {
+	var m monitorAccounts
+	sa := func(ns, name string) *corev1.ServiceAccount {
+		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	if !m.matches(sa("anywhere", "anything")) {
+		t.Fatal("before the first reconcile every ServiceAccount must pass")
+	}
+	m.set([]string{"openshift-monitoring", "monitoring", ""}, "prometheus-k8s")
+	if !m.matches(sa("monitoring", "prometheus-k8s")) || !m.matches(sa("openshift-monitoring", "prometheus-k8s")) {
+		t.Fatal("the monitoring account was dropped")
+	}
+	if m.matches(sa("team-a", "builder")) || m.matches(sa("monitoring", "grafana")) || m.matches(sa("team-a", "prometheus-k8s")) {
+		t.Fatal("an unrelated ServiceAccount passed")
+	}
+}

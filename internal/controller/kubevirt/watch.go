@@ -2,6 +2,7 @@ package kubevirt
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -72,7 +73,7 @@ func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 	// The strategy Jobs, and the monitoring ServiceAccount whose appearance
 	// makes the operator regenerate the strategy.
 	b = b.Watches(&batchv1.Job{}, toActive, managed)
-	b = b.Watches(&corev1.ServiceAccount{}, toActive)
+	b = b.Watches(&corev1.ServiceAccount{}, toActive, builder.WithPredicates(predicate.NewPredicateFuncs(r.monitorAccounts.matches)))
 	// virt-handler's pods: the canary widens once its pod is Ready and fails
 	// once it restarts, within rolloutEventWindow, not at the next resync.
 	// The preflight's pre-pull pods too: a pull error holds the upgrade at once.
@@ -81,6 +82,29 @@ func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 		return app == "virt-handler" || app == preflight.PrepullValue
 	})))
 	return b
+}
+
+// monitorAccounts are the ServiceAccounts (namespace/name) whose appearance
+// or removal changes the strategy: the monitoring account in each namespace
+// monitoring may be in. Any other ServiceAccount, in any namespace, costs no
+// reconcile. Until the first reconcile has set them, every one passes.
+type monitorAccounts struct {
+	keys atomic.Pointer[map[string]bool]
+}
+
+func (m *monitorAccounts) set(namespaces []string, account string) {
+	keys := map[string]bool{}
+	for _, ns := range namespaces {
+		if ns != "" {
+			keys[ns+"/"+account] = true
+		}
+	}
+	m.keys.Store(&keys)
+}
+
+func (m *monitorAccounts) matches(o client.Object) bool {
+	keys := m.keys.Load()
+	return keys == nil || (*keys)[o.GetNamespace()+"/"+o.GetName()]
 }
 
 // rolloutEventWindow is how long the operator gathers virt-handler pod and

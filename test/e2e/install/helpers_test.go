@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -138,16 +137,14 @@ func (e *env) kubeVirt() *v1.KubeVirt {
 	return kv
 }
 
-// updateSpec changes the spec, retrying when a status write of the operator's
-// came in between the read and the update.
+// updateSpec changes the spec with a merge patch: no optimistic lock, so the
+// operator's frequent status writes cannot make it conflict.
 func (e *env) updateSpec(mutate func(*v1.KubeVirtSpec)) {
 	e.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		kv := e.kubeVirt()
-		mutate(&kv.Spec)
-		return e.c.Update(context.Background(), kv)
-	})
-	if err != nil {
+	kv := e.kubeVirt()
+	original := kv.DeepCopy()
+	mutate(&kv.Spec)
+	if err := e.c.Patch(context.Background(), kv, client.MergeFrom(original)); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -38,7 +38,7 @@ func (e *env) handlerPodsOn(tag string) int {
 // spec.paused before an upgrade starts nothing; paused in the fast step, no
 // further virt-handler pod is updated for 30 s; resumed, the upgrade completes.
 func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
-	const nodes = 10
+	const nodes = 16
 	e := startEnv(t, nodes)
 	one := intstr.FromInt32(1) // one pod at a time: a fast step slow enough to pause in
 	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4",
@@ -63,7 +63,8 @@ func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
 
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.Paused = false })
 	e.eventually("the fast step under way", 3*time.Minute, func() (bool, error) {
-		return e.handlerPodsOn("v1.9.0") >= 3, nil
+		h := e.kubeVirt().Status.HandlerRollout
+		return h != nil && (h.Phase == "Increasing" || h.Phase == "Waiting"), nil
 	})
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.Paused = true })
 	e.eventually("the rollout paused", time.Minute, func() (bool, error) {
