@@ -56,6 +56,10 @@ func estimate(in Input, restarts []Restart) Estimate {
 	}
 	e.add("install strategy", strategy, basis)
 	start, startBasis := podStart(in.Pods)
+	if in.CurrentConfig != nil && in.CurrentConfig.ID != in.NewConfig.ID {
+		// An upgrade's preflight pulls the target's images first: a pod start.
+		e.add("preflight (image pre-pull)", stepOverhead+start, startBasis)
+	}
 	policy, err := rollout.PolicyFrom(in.NewKubeVirt.Spec.HandlerRollout)
 	if err != nil {
 		policy = rollout.DefaultPolicy()

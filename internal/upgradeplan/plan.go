@@ -276,18 +276,22 @@ func (p Plan) Text() string {
 	if created := createdByKind(p.Changes); created != "" {
 		w("  Create   %s", created)
 	}
+	stampsOnly := 0
 	for _, c := range p.Changes {
-		if c.Op == apply.OpCreate {
+		switch {
+		case c.Op == apply.OpCreate:
+			continue
+		case c.Op == apply.OpUpdate && len(c.Fields) == 0:
+			stampsOnly++
 			continue
 		}
 		w("  %-8s %s", c.Op, c.Ref)
-		fields := c.Fields
-		if c.Op == apply.OpUpdate && len(fields) == 0 {
-			fields = []string{"(only the operator's version stamps)"}
-		}
-		for _, f := range fields {
+		for _, f := range c.Fields {
 			w("             %s", f)
 		}
+	}
+	if stampsOnly > 0 {
+		w("  Update   %d more objects get only the operator's version stamps", stampsOnly)
 	}
 	if len(p.NewImages) > 0 {
 		w("")

@@ -76,7 +76,7 @@ func TestMake(t *testing.T) {
 		"1. virt-api: Deployment/virt-api (2 pods)", "virt-api-1 virt-api-2",
 		"quay.io/kubevirt/virt-template:v0.2",
 		"VMIs, moved by virt-operator: 1 migrate, 0 evicted (restarted), 0 left", "ns/vm",
-		"Estimate: 13s", "install strategy", "the last deployment", "a pod start of 4s, the median of 2 running pods",
+		"Estimate: 18s", "preflight (image pre-pull)", "install strategy", "the last deployment", "a pod start of 4s, the median of 2 running pods",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, text)
