@@ -176,7 +176,7 @@ func (e Estimate) text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Estimate: %s for the control plane (workload updates follow)\n", e.Total.Round(time.Second))
 	for _, p := range e.Parts {
-		fmt.Fprintf(&b, "  %-24s %8s  %s\n", p.Name, p.Duration.Round(100*time.Millisecond), p.Basis)
+		fmt.Fprintf(&b, "  %-28s %6s  %s\n", p.Name, p.Duration.Round(100*time.Millisecond), p.Basis)
 	}
 	return b.String()
 }

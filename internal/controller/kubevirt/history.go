@@ -24,13 +24,22 @@ func recordHistory(kv *v1.KubeVirt, changed []string, strategyLoaded bool, now t
 	if d := findCondition(st.Conditions, v1.KubeVirtConditionDegraded); d != nil && d.Status == "True" && !notAProblem[d.Reason] {
 		obs.Problem = d.Reason + ": " + d.Message
 	}
+	if pf := st.Preflight; pf != nil && pf.TargetID == st.TargetDeploymentID {
+		for _, c := range pf.Checks {
+			if c.State == "Failed" {
+				obs.Problem = "preflight " + c.Name + " failed: " + c.Message
+				break
+			}
+		}
+	}
 	st.History = history.Record(st.History, obs)
 }
 
 // notAProblem are the reasons upstream's Degraded carries during a healthy
-// update (it is True with Progressing), a deletion, or a hold the admin asked for.
+// update (it is True with Progressing), a deletion, a hold the admin asked
+// for, or a preflight (a failed check is recorded from status.preflight).
 var notAProblem = map[string]bool{ReasonUpdating: true, ReasonDeploying: true, ReasonDeleting: true,
-	ReasonRolloutPaused: true, ReasonOutsideRolloutWindows: true}
+	ReasonRolloutPaused: true, ReasonOutsideRolloutWindows: true, ReasonPreflight: true}
 
 // stageOf names where the rollout towards the target is.
 func stageOf(kv *v1.KubeVirt, strategyLoaded bool) string {
