@@ -62,6 +62,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reco
 	if kv.Status.RolloutHold == nil {
 		hold, requeue, err := r.runPreflight(ctx, kv, cfg, loaded.Strategy)
 		if err != nil {
+			if r.transient.degrade(err, r.Clock.Now()) {
+				r.fail(kv, ReasonPreflight, "The upgrade's preflight could not run: "+err.Error())
+			}
 			return reconcile.Result{}, err
 		}
 		kv.Status.RolloutHold, preflightRequeue = hold, requeue
