@@ -33,7 +33,9 @@ import (
 
 type planOptions struct {
 	file, kubeconfig string
-	env              []string
+	// current is the live CR as a file (with its status): plan offline.
+	current string
+	env     []string
 }
 
 // NewPlanCommand returns `plan`.
@@ -60,6 +62,7 @@ upgrades (status.history); and the preflight checks. Nothing is written.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "the KubeVirt CR to plan, as YAML or JSON")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; default $KUBECONFIG, then in-cluster config")
+	f.StringVar(&o.current, "current", "", "plan offline against this file of the current KubeVirt CR, status included (kubectl get kubevirt -o yaml): the two releases' objects are compared, no cluster is read")
 	f.StringArrayVar(&o.env, "env", nil, "NAME=VALUE to set in the operator's environment (repeatable; default: the virt-operator Deployment's)")
 	return cmd
 }
@@ -77,6 +80,13 @@ func runPlan(ctx context.Context, out io.Writer, o planOptions, processEnv deplo
 	if newKV.Namespace == "" {
 		newKV.Namespace = DefaultNamespace()
 	}
+	if o.current != "" {
+		in, err := offlineInput(newKV, processEnv, o)
+		if err != nil {
+			return err
+		}
+		return printPlan(out, upgradeplan.Make(in))
+	}
 	cfg, err := RESTConfig(o.kubeconfig)
 	if err != nil {
 		return UsageError(err)
@@ -93,7 +103,10 @@ func runPlan(ctx context.Context, out io.Writer, o planOptions, processEnv deplo
 	if err != nil {
 		return err
 	}
-	p := upgradeplan.Make(in)
+	return printPlan(out, upgradeplan.Make(in))
+}
+
+func printPlan(out io.Writer, p upgradeplan.Plan) error {
 	if _, err := io.WriteString(out, p.Text()); err != nil {
 		return err
 	}
@@ -101,6 +114,63 @@ func runPlan(ctx context.Context, out io.Writer, o planOptions, processEnv deplo
 		return &ExitError{Code: ExitFailure, Err: errPreflight}
 	}
 	return nil
+}
+
+// offlineInput plans against a file of the current CR: the current target's
+// objects (rendered from its status.targetDeploymentConfig) stand in for the
+// live ones; no pods, nodes or VMIs are known, and no preflight runs.
+func offlineInput(newKV *v1.KubeVirt, processEnv deployid.Env, o planOptions) (upgradeplan.Input, error) {
+	in := upgradeplan.Input{NewKubeVirt: newKV}
+	current, err := loadKubeVirt(o.current)
+	if err != nil {
+		return in, UsageError(err)
+	}
+	if current.Status.TargetDeploymentConfig == "" {
+		return in, UsageError(fmt.Errorf("%s has no status.targetDeploymentConfig: give the CR as the cluster has it (kubectl get kubevirt -o yaml)", o.current))
+	}
+	in.Current = current
+	if in.CurrentConfig, err = deployid.Parse(current.Status.TargetDeploymentConfig); err != nil {
+		return in, UsageError(fmt.Errorf("%s: status.targetDeploymentConfig: %w", o.current, err))
+	}
+	env, err := operatorEnv(processEnv, o.env)
+	if err != nil {
+		return in, UsageError(err)
+	}
+	env["POD_NAMESPACE"] = newKV.Namespace
+	if in.NewConfig, err = deployid.FromKubeVirt(newKV, env); err != nil {
+		return in, UsageError(fmt.Errorf("%s: %w", o.file, err))
+	}
+	render := func(cfg *deployid.Config) (*strategy.Strategy, error) {
+		s, err := generate.Generate(generate.Input{Config: cfg})
+		if err != nil {
+			return nil, UsageError(fmt.Errorf("plan renders the releases this build knows (virt-operator versions): %w", err))
+		}
+		customized, err := apply.Customize(s, cfg)
+		if err != nil {
+			return nil, UsageError(err)
+		}
+		return apply.Desired(apply.Enabled(customized, cfg), cfg), nil
+	}
+	desired, err := render(in.NewConfig)
+	if err != nil {
+		return in, err
+	}
+	was, err := render(in.CurrentConfig)
+	if err != nil {
+		return in, err
+	}
+	in.Steps = apply.Steps(desired, apply.ChoosePath(in.NewConfig.KubeVirtVersion, current.Status.ObservedKubeVirtVersion))
+	in.Live = map[apply.ObjectRef]client.Object{}
+	var previous []client.Object
+	for _, step := range apply.Steps(was, apply.Install) {
+		for _, obj := range step.Objects {
+			in.Live[apply.RefOf(obj)] = obj
+			previous = append(previous, obj)
+		}
+	}
+	in.Orphans = apply.Orphans(apply.Refs(apply.Steps(desired, apply.Install)), previous)
+	in.Preflight = []upgradeplan.Check{{Name: "(offline)", OK: true, Message: "no cluster read: no preflight"}}
+	return in, nil
 }
 
 // planInput reads what a plan looks at.

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,7 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/yaml"
 
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
@@ -41,5 +47,52 @@ func TestStoredVersionsCheck(t *testing.T) {
 	got := storedVersionsCheck(context.Background(), c, crd("v1"))
 	if got.OK || !strings.Contains(got.Message, "stored as v1alpha3, which the target no longer serves") {
 		t.Fatalf("a dropped stored version: %+v", got)
+	}
+}
+
+// Offline, against a file of the current CR: the two releases' objects are
+// compared without a cluster.
+func TestPlanOffline(t *testing.T) {
+	dir := t.TempDir()
+	env := deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.8.4"}
+	cur := &v1.KubeVirt{TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "KubeVirt"},
+		ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: "kubevirt"}, Spec: v1.KubeVirtSpec{ImageTag: "v1.8.4"}}
+	cfg, err := deployid.FromKubeVirt(cur, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployid.SetTarget(cur, cfg)
+	deployid.SetObserved(cur, cfg)
+	write := func(name string, kv *v1.KubeVirt) string {
+		raw, err := yaml.Marshal(kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	next := cur.DeepCopy()
+	next.Status = v1.KubeVirtStatus{}
+	next.Spec.ImageTag = "v1.9.0"
+	var out bytes.Buffer
+	o := planOptions{file: write("new.yaml", next), current: write("current.yaml", cur)}
+	if err := runPlan(context.Background(), &out, o, env); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"Upgrade KubeVirt v1.8.4 -> v1.9.0", "Changed keys:", "kubeVirtVersion",
+		"quay.io/kubevirt/virt-handler:v1.8.4 -> quay.io/kubevirt/virt-handler:v1.9.0", "1. virt-handler: DaemonSet/virt-handler (0 pods)",
+		"no cluster read: no preflight"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the offline plan lacks %q:\n%s", want, out.String())
+		}
+	}
+	cur.Status = v1.KubeVirtStatus{}
+	o.current = write("bare.yaml", cur)
+	err = runPlan(context.Background(), &bytes.Buffer{}, o, env)
+	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "no status.targetDeploymentConfig") {
+		t.Fatalf("a current CR without status: %v", err)
 	}
 }
