@@ -381,7 +381,7 @@ type PreflightStatus struct {
 // PreflightCheck is one check's result.
 type PreflightCheck struct {
 	Name string `json:"name"`
-	// State: Passed, Failed, Running or Skipped.
+	// State: Passed, Failed or Running.
 	State   string `json:"state"`
 	Message string `json:"message,omitempty"`
 }

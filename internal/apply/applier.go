@@ -128,7 +128,7 @@ func (ap *Applier) createOrReplace(ctx context.Context, u *unstructured.Unstruct
 // metrics (the metrics Service targets it by the second name). The API server
 // itself accepts such a pod.
 func repeatedKeys(obj client.Object) bool {
-	tmpl := podTemplate(obj)
+	tmpl := PodTemplate(obj)
 	if tmpl == nil {
 		return false
 	}

@@ -291,7 +291,7 @@ func TestDesiredInjectsMetadata(t *testing.T) {
 		if !metadata.IsManaged(o) || !metadata.IsUpToDate(o, target) {
 			t.Errorf("%s lacks the operator metadata: %v %v", RefOf(o), o.GetLabels(), o.GetAnnotations())
 		}
-		if tmpl := podTemplate(o); tmpl != nil && !metadata.IsUpToDate(tmpl, target) {
+		if tmpl := PodTemplate(o); tmpl != nil && !metadata.IsUpToDate(tmpl, target) {
 			t.Errorf("%s pod template lacks the target annotations", RefOf(o))
 		}
 	}

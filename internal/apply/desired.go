@@ -36,7 +36,7 @@ type ObjectRef = strategy.ObjectRef
 func Desired(s *strategy.Strategy, cfg *deployid.Config) *strategy.Strategy {
 	for _, o := range s.Objects() {
 		metadata.Inject(o, cfg)
-		if tmpl := podTemplate(o); tmpl != nil {
+		if tmpl := PodTemplate(o); tmpl != nil {
 			metadata.InjectPodTemplate(tmpl, cfg)
 		}
 	}
@@ -171,8 +171,8 @@ func newLike(obj client.Object) client.Object {
 	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
 }
 
-// podTemplate is the pod template of a Deployment or DaemonSet, else nil.
-func podTemplate(obj client.Object) *corev1.PodTemplateSpec {
+// PodTemplate is the pod template of a Deployment or DaemonSet, else nil.
+func PodTemplate(obj client.Object) *corev1.PodTemplateSpec {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		return &o.Spec.Template

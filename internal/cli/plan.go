@@ -10,16 +10,18 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
 	"github.com/virt-operator/virt-operator/internal/deployid"
-	"github.com/virt-operator/virt-operator/internal/operator"
+	"github.com/virt-operator/virt-operator/internal/preflight"
+	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/strategy/generate"
 	"github.com/virt-operator/virt-operator/internal/upgradeplan"
@@ -87,19 +89,15 @@ func runPlan(ctx context.Context, out io.Writer, o planOptions, processEnv deplo
 		}
 		return printPlan(out, upgradeplan.Make(in))
 	}
-	cfg, err := RESTConfig(o.kubeconfig)
-	if err != nil {
-		return UsageError(err)
-	}
-	scheme, err := operator.NewScheme()
+	c, cfg, err := newClient(o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	in, err := planInput(ctx, c, newKV, processEnv, o)
+	in, err := planInput(ctx, c, dc.ServerVersion, newKV, processEnv, o)
 	if err != nil {
 		return err
 	}
@@ -169,12 +167,13 @@ func offlineInput(newKV *v1.KubeVirt, processEnv deployid.Env, o planOptions) (u
 		}
 	}
 	in.Orphans = apply.Orphans(apply.Refs(apply.Steps(desired, apply.Install)), previous)
-	in.Preflight = []upgradeplan.Check{{Name: "(offline)", OK: true, Message: "no cluster read: no preflight"}}
+	in.Preflight = []v1.PreflightCheck{{Name: "(offline)", State: preflight.Passed, Message: "no cluster read: no preflight"}}
 	return in, nil
 }
 
 // planInput reads what a plan looks at.
-func planInput(ctx context.Context, c client.Client, newKV *v1.KubeVirt, processEnv deployid.Env, o planOptions) (upgradeplan.Input, error) {
+func planInput(ctx context.Context, c client.Client, serverVersion func() (*version.Info, error), newKV *v1.KubeVirt,
+	processEnv deployid.Env, o planOptions) (upgradeplan.Input, error) {
 	in := upgradeplan.Input{NewKubeVirt: newKV}
 	ns := newKV.Namespace
 	current := &v1.KubeVirt{}
@@ -231,11 +230,13 @@ func planInput(ctx context.Context, c client.Client, newKV *v1.KubeVirt, process
 		return in, err
 	}
 	var vmis v1.VirtualMachineInstanceList
-	if err := c.List(ctx, &vmis); err != nil && !isNoKind(err) {
+	if err := c.List(ctx, &vmis); err != nil && !meta.IsNoMatchError(err) { // no KubeVirt CRDs yet
 		return in, err
 	}
 	in.Pods, in.Nodes, in.VMIs = pods.Items, nodes.Items, vmis.Items
-	in.Preflight = preflight(ctx, c, desired)
+	if in.Preflight, err = planPreflight(ctx, c, serverVersion, in.NewConfig, desired); err != nil {
+		return in, err
+	}
 	return in, nil
 }
 
@@ -268,34 +269,21 @@ func liveOperatorEnv(ctx context.Context, c client.Client, ns string, processEnv
 	return live, nil
 }
 
-// preflight are the checks a plan can make from the cluster.
-func preflight(ctx context.Context, c client.Client, desired *strategy.Strategy) []upgradeplan.Check {
-	return []upgradeplan.Check{storedVersionsCheck(ctx, c, desired)}
-}
-
-// storedVersionsCheck: no CRD of the target drops a version its stored
-// objects use (status.storedVersions).
-func storedVersionsCheck(ctx context.Context, c client.Client, desired *strategy.Strategy) upgradeplan.Check {
-	check := upgradeplan.Check{Name: "CRD stored versions", OK: true, Message: "every stored version stays served"}
-	for _, want := range desired.CRDs {
-		live := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
-			continue // new, or unreadable: nothing stored to lose
-		}
-		served := map[string]bool{}
-		for _, v := range want.Spec.Versions {
-			served[v.Name] = v.Served
-		}
-		for _, stored := range live.Status.StoredVersions {
-			if !served[stored] {
-				check.OK = false
-				check.Message = fmt.Sprintf("CRD %s: objects are stored as %s, which the target no longer serves", want.Name, stored)
-				return check
-			}
-		}
+// planPreflight are the checks a plan can make without writing (the image
+// pre-pull needs pods, so only the operator runs it).
+func planPreflight(ctx context.Context, c client.Client, serverVersion func() (*version.Info, error), cfg *deployid.Config,
+	desired *strategy.Strategy) ([]v1.PreflightCheck, error) {
+	stored, err := preflight.ReadStoredVersions(ctx, c, desired.CRDs)
+	if err != nil {
+		return nil, err
 	}
-	return check
+	checks := []v1.PreflightCheck{preflight.StoredVersions(stored, desired.CRDs)}
+	if rel, known := release.Lookup(cfg.KubeVirtVersion); known {
+		info, err := serverVersion()
+		if err != nil {
+			return nil, fmt.Errorf("reading the Kubernetes version: %w", err)
+		}
+		checks = append(checks, preflight.KubernetesOf(rel, info))
+	}
+	return checks, nil
 }
-
-// isNoKind: the cluster does not serve the kind (no KubeVirt CRDs yet).
-func isNoKind(err error) bool { return meta.IsNoMatchError(err) }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -47,15 +48,7 @@ func NewStatusCommand() *cobra.Command {
 			if o.interval <= 0 {
 				return UsageError(fmt.Errorf("--interval %s: want a positive duration", o.interval))
 			}
-			cfg, err := RESTConfig(o.kubeconfig)
-			if err != nil {
-				return UsageError(err)
-			}
-			scheme, err := operator.NewScheme()
-			if err != nil {
-				return err
-			}
-			c, err := client.New(cfg, client.Options{Scheme: scheme})
+			c, _, err := newClient(o.kubeconfig)
 			if err != nil {
 				return err
 			}
@@ -76,6 +69,21 @@ func NewStatusCommand() *cobra.Command {
 	f.BoolVarP(&o.watch, "watch", "w", false, "redraw until the upgrade and its workload updates are done")
 	f.DurationVar(&o.interval, "interval", time.Second, "how often --watch redraws")
 	return cmd
+}
+
+// newClient is a client with the operator's scheme for the kubeconfig (an
+// unreadable one is bad input), and its config.
+func newClient(kubeconfig string) (client.Client, *rest.Config, error) {
+	cfg, err := RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, nil, UsageError(err)
+	}
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	return c, cfg, err
 }
 
 func isTerminal(w io.Writer) bool {

@@ -9,11 +9,16 @@
 package preflight
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/version"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/release"
@@ -36,7 +41,6 @@ const (
 	Passed  = "Passed"
 	Failed  = "Failed"
 	Running = "Running"
-	Skipped = "Skipped"
 )
 
 // Kubernetes checks the cluster's minor version against the release's range:
@@ -57,6 +61,30 @@ func Kubernetes(r *release.Release, major, minor int) v1.PreflightCheck {
 		c.Message = fmt.Sprintf("Kubernetes %d.%d is within 1.%d-1.%d", major, minor, k.Min, k.Max)
 	}
 	return c
+}
+
+// KubernetesOf is Kubernetes for the server's reported version.
+func KubernetesOf(r *release.Release, info *version.Info) v1.PreflightCheck {
+	major, _ := strconv.Atoi(strings.TrimRight(info.Major, "+"))
+	minor, _ := strconv.Atoi(strings.TrimRight(info.Minor, "+"))
+	return Kubernetes(r, major, minor)
+}
+
+// ReadStoredVersions reads each CRD's live status.storedVersions by name
+// (absent CRDs have none); r must read full objects, not metadata.
+func ReadStoredVersions(ctx context.Context, r client.Reader, crds []*apiextensionsv1.CustomResourceDefinition) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, want := range crds {
+		live := &apiextensionsv1.CustomResourceDefinition{}
+		switch err := r.Get(ctx, client.ObjectKeyFromObject(want), live); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading CRD %s: %w", want.Name, err)
+		default:
+			out[want.Name] = live.Status.StoredVersions
+		}
+	}
+	return out, nil
 }
 
 // StoredVersions fails when a target CRD stops serving a version its live
@@ -102,7 +130,7 @@ func Deprecated(r *release.Release, kv *v1.KubeVirt) v1.PreflightCheck {
 	return c
 }
 
-// Skipped reports whether the CR's annotation skips the named check.
+// IsSkipped reports whether the CR's annotation skips the named check.
 func IsSkipped(kv *v1.KubeVirt, name string) bool {
 	for _, s := range strings.Split(kv.Annotations[SkipAnnotation], ",") {
 		if s = strings.TrimSpace(s); s == "all" || s == name {
@@ -113,7 +141,8 @@ func IsSkipped(kv *v1.KubeVirt, name string) bool {
 }
 
 // Verdict is what the checks decide: whether the upgrade may start, and if
-// not, why (the first check that fails or runs).
+// not, why (the first check that fails or runs). Names in the skip annotation
+// that are no check are named too: a typo must not look like an override.
 func Verdict(kv *v1.KubeVirt, checks []v1.PreflightCheck) (ok bool, reason, message string) {
 	for _, c := range checks {
 		if IsSkipped(kv, c.Name) {
@@ -121,10 +150,26 @@ func Verdict(kv *v1.KubeVirt, checks []v1.PreflightCheck) (ok bool, reason, mess
 		}
 		switch c.State {
 		case Failed:
-			return false, c.Name, c.Name + " failed: " + c.Message + " (override: annotate the KubeVirt CR " + SkipAnnotation + "=" + c.Name + ")"
+			return false, c.Name, c.Name + " failed: " + c.Message + " (override: annotate the KubeVirt CR " + SkipAnnotation + "=" + c.Name + ")" + unknownSkips(kv)
 		case Running:
 			return false, c.Name, c.Name + " is running: " + c.Message
 		}
 	}
 	return true, "", ""
+}
+
+// unknownSkips names the skip annotation's entries that are no check, or "".
+func unknownSkips(kv *v1.KubeVirt) string {
+	var unknown []string
+	for _, s := range strings.Split(kv.Annotations[SkipAnnotation], ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "", "all", CheckKubernetes, CheckImages, CheckStoredVersions, CheckDeprecated:
+		default:
+			unknown = append(unknown, strconv.Quote(s))
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	return "; " + SkipAnnotation + " names no check " + strings.Join(unknown, ", ")
 }

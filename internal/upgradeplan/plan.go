@@ -15,12 +15,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/preflight"
 )
 
 // Input is everything a plan looks at.
@@ -40,16 +42,8 @@ type Input struct {
 	Pods  []corev1.Pod
 	Nodes []corev1.Node
 	VMIs  []v1.VirtualMachineInstance
-	// Preflight are the checks' results.
-	Preflight []Check
-}
-
-// Check is one preflight check.
-type Check struct {
-	Name string
-	OK   bool
-	// Message says what was found; for a failed check, what blocks.
-	Message string
+	// Preflight are the checks' results (internal/preflight's).
+	Preflight []v1.PreflightCheck
 }
 
 // Change is one object the plan writes.
@@ -83,13 +77,13 @@ type Plan struct {
 	Restarts  []Restart
 	VMIs      VMIPlan
 	Estimate  Estimate
-	Preflight []Check
+	Preflight []v1.PreflightCheck
 }
 
 // Blocked reports whether a preflight check failed.
 func (p Plan) Blocked() bool {
 	for _, c := range p.Preflight {
-		if !c.OK {
+		if c.State == preflight.Failed {
 			return true
 		}
 	}
@@ -150,41 +144,26 @@ func restarts(a apply.Action) bool {
 	if a.Live == nil || a.Op == apply.OpCreate || a.Op == apply.OpDelete {
 		return false
 	}
-	want, live := podTemplate(a.Object), podTemplate(a.Live)
+	want, live := apply.PodTemplate(a.Object), apply.PodTemplate(a.Live)
 	return want != nil && live != nil && !equality.Semantic.DeepDerivative(want, live)
-}
-
-func podTemplate(obj client.Object) *corev1.PodTemplateSpec {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return &o.Spec.Template
-	case *appsv1.DaemonSet:
-		return &o.Spec.Template
-	}
-	return nil
 }
 
 // podsOf are the pods the live workload selects.
 func podsOf(workload client.Object, pods []corev1.Pod) []string {
-	var sel *labels.Set
+	var sel *metav1.LabelSelector
 	switch o := workload.(type) {
 	case *appsv1.Deployment:
-		if o.Spec.Selector != nil {
-			s := labels.Set(o.Spec.Selector.MatchLabels)
-			sel = &s
-		}
+		sel = o.Spec.Selector
 	case *appsv1.DaemonSet:
-		if o.Spec.Selector != nil {
-			s := labels.Set(o.Spec.Selector.MatchLabels)
-			sel = &s
-		}
+		sel = o.Spec.Selector
 	}
-	if sel == nil {
+	match, err := metav1.LabelSelectorAsSelector(sel)
+	if sel == nil || err != nil {
 		return nil
 	}
 	var out []string
 	for _, p := range pods {
-		if p.Namespace == workload.GetNamespace() && labels.SelectorFromSet(*sel).Matches(labels.Set(p.Labels)) {
+		if p.Namespace == workload.GetNamespace() && match.Matches(labels.Set(p.Labels)) {
 			out = append(out, p.Name)
 		}
 	}
@@ -195,7 +174,7 @@ func podsOf(workload client.Object, pods []corev1.Pod) []string {
 func imagesOf(live map[apply.ObjectRef]client.Object) map[string]bool {
 	out := map[string]bool{}
 	for _, o := range live {
-		if t := podTemplate(o); t != nil {
+		if t := apply.PodTemplate(o); t != nil {
 			for _, c := range append(t.Spec.InitContainers, t.Spec.Containers...) {
 				out[c.Image] = true
 			}
@@ -209,7 +188,7 @@ func desiredImages(steps []apply.Step) []string {
 	var out []string
 	for _, s := range steps {
 		for _, o := range s.Objects {
-			if t := podTemplate(o); t != nil {
+			if t := apply.PodTemplate(o); t != nil {
 				for _, c := range append(t.Spec.InitContainers, t.Spec.Containers...) {
 					if !seen[c.Image] {
 						seen[c.Image] = true
@@ -262,7 +241,7 @@ func (p Plan) Text() string {
 	w("Preflight")
 	for _, c := range p.Preflight {
 		mark := "ok  "
-		if !c.OK {
+		if c.State == preflight.Failed {
 			mark = "FAIL"
 		}
 		w("  %s %-28s %s", mark, c.Name, c.Message)

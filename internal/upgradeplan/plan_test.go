@@ -66,7 +66,7 @@ func TestMake(t *testing.T) {
 		Steps: []apply.Step{{Name: "virt-api", Objects: []client.Object{wantAPI, wantNew}}},
 		Live:  map[apply.ObjectRef]client.Object{apply.RefOf(liveAPI): liveAPI}, Orphans: []client.Object{orphan},
 		Pods: []corev1.Pod{readyPod("virt-api-1", "virt-api", 2*time.Second), readyPod("virt-api-2", "virt-api", 4*time.Second)},
-		VMIs: []v1.VirtualMachineInstance{vmi}, Preflight: []Check{{Name: "x", OK: true, Message: "fine"}}})
+		VMIs: []v1.VirtualMachineInstance{vmi}, Preflight: []v1.PreflightCheck{{Name: "x", State: "Passed", Message: "fine"}}})
 	text := p.Text()
 	for _, want := range []string{
 		"Upgrade KubeVirt v1.8.4 -> v1.9.0", "Changed keys: kubeVirtVersion",
@@ -85,7 +85,7 @@ func TestMake(t *testing.T) {
 	if p.Blocked() {
 		t.Fatal("blocked without a failed check")
 	}
-	p.Preflight = append(p.Preflight, Check{Name: "y", OK: false, Message: "no"})
+	p.Preflight = append(p.Preflight, v1.PreflightCheck{Name: "y", State: "Failed", Message: "no"})
 	if !p.Blocked() || !strings.Contains(p.Text(), "FAIL y") {
 		t.Fatal("a failed check must block and show")
 	}

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -43,12 +40,25 @@ func (r *Reconciler) runPreflight(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 	if pf == nil || pf.TargetID != st.TargetDeploymentID {
 		pf = &v1.PreflightStatus{TargetID: st.TargetDeploymentID}
 	}
-	if !finished(pf) {
+	switch {
+	case len(pf.Checks) == 0:
 		checks, err := r.preflightChecks(ctx, kv, cfg, s)
 		if err != nil {
 			return nil, 0, err
 		}
 		pf.Checks = checks
+	case !finished(pf):
+		// Only the image pull can still run: the other checks are not asked
+		// again (no version or CRD reads every recheck).
+		for i, c := range pf.Checks {
+			if c.State == preflight.Running && c.Name == preflight.CheckImages {
+				images, err := r.prepull(ctx, kv, cfg, s)
+				if err != nil {
+					return nil, 0, err
+				}
+				pf.Checks[i] = images
+			}
+		}
 	}
 	st.Preflight = pf
 	ok, reason, msg := preflight.Verdict(kv, pf.Checks)
@@ -105,15 +115,18 @@ func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *
 		if err != nil {
 			return nil, fmt.Errorf("reading the Kubernetes version: %w", err)
 		}
-		major, minor := parseVersion(info)
-		checks = append(checks, preflight.Kubernetes(rel, major, minor))
+		checks = append(checks, preflight.KubernetesOf(rel, info))
 	}
 	images, err := r.prepull(ctx, kv, cfg, s)
 	if err != nil {
 		return nil, err
 	}
 	checks = append(checks, images)
-	stored, err := r.storedVersions(ctx, s)
+	reader := r.APIReader // the cache holds CRDs as metadata only
+	if reader == nil {
+		reader = r.Client
+	}
+	stored, err := preflight.ReadStoredVersions(ctx, reader, s.CRDs)
 	if err != nil {
 		return nil, err
 	}
@@ -122,33 +135,6 @@ func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *
 		checks = append(checks, preflight.Deprecated(rel, kv))
 	}
 	return checks, nil
-}
-
-func parseVersion(info *version.Info) (major, minor int) {
-	major, _ = strconv.Atoi(strings.TrimRight(info.Major, "+"))
-	minor, _ = strconv.Atoi(strings.TrimRight(info.Minor, "+"))
-	return major, minor
-}
-
-// storedVersions reads each target CRD's live status.storedVersions (the cache
-// holds CRDs as metadata only).
-func (r *Reconciler) storedVersions(ctx context.Context, s *strategy.Strategy) (map[string][]string, error) {
-	out := map[string][]string{}
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	for _, want := range s.CRDs {
-		live := &apiextensionsv1.CustomResourceDefinition{}
-		switch err := reader.Get(ctx, client.ObjectKeyFromObject(want), live); {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("reading CRD %s: %w", want.Name, err)
-		default:
-			out[want.Name] = live.Status.StoredVersions
-		}
-	}
-	return out, nil
 }
 
 // prepull runs one pre-pull pod per node pool with the target's images and

@@ -14,7 +14,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/coalesce"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/preflight"
 )
@@ -61,7 +61,7 @@ func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 		h := toActive
 		switch kind.(type) {
 		case *appsv1.DaemonSet:
-			h = r.coalesced(rolloutEventWindow)
+			h = coalesce.Handler(rolloutEventWindow, r.activeRequest)
 		case *apiextensionsv1.CustomResourceDefinition:
 			// Metadata only, as the plan reads CRDs (apply.LiveObjects): the
 			// cache holds no schemas.
@@ -77,7 +77,7 @@ func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 	// virt-handler's pods: the canary widens once its pod is Ready and fails
 	// once it restarts, within rolloutEventWindow, not at the next resync.
 	// The preflight's pre-pull pods too: a pull error holds the upgrade at once.
-	b = b.Watches(&corev1.Pod{}, r.coalesced(rolloutEventWindow), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+	b = b.Watches(&corev1.Pod{}, coalesce.Handler(rolloutEventWindow, r.activeRequest), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		app := o.GetLabels()[metadata.AppLabel]
 		return app == "virt-handler" || app == preflight.PrepullValue
 	})))
@@ -116,31 +116,6 @@ func (m *monitorAccounts) matches(o client.Object) bool {
 // is far below anything the rollout waits for (a bake of seconds, a crash 2 s
 // after Ready), so no decision is noticeably late.
 const rolloutEventWindow = 200 * time.Millisecond
-
-// coalesced enqueues the active KubeVirt CR window after an event; events
-// arriving meanwhile join that one reconcile (the queue keeps the earliest
-// time an item is due).
-func (r *Reconciler) coalesced(window time.Duration) handler.EventHandler {
-	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range r.activeRequest(ctx, o) {
-			q.AddAfter(req, window)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.ObjectNew, q)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
-		},
-	}
-}
 
 // notStatusOnly drops updates of the KubeVirt CR that change only its status.
 // The operator writes that status itself: reacting to its own write would run

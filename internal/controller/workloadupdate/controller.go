@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/coalesce"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
@@ -59,7 +60,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	toActive := handler.EnqueueRequestsFromMapFunc(r.activeRequest)
 	return ctrl.ControllerManagedBy(mgr).Named("workloadupdate").
 		Watches(&v1.KubeVirt{}, toActive, ctrl.WithPredicates(notOwnStatusWrite)).
-		Watches(&v1.VirtualMachineInstance{}, r.coalesced(vmiEventWindow), ctrl.WithPredicates(r.vmiPredicate())).
+		Watches(&v1.VirtualMachineInstance{}, coalesce.Handler(vmiEventWindow, r.activeRequest), ctrl.WithPredicates(r.vmiPredicate())).
 		Watches(&v1.VirtualMachineInstanceMigration{}, toActive, ctrl.WithPredicates(r.openGatePredicate())).
 		Complete(r)
 }

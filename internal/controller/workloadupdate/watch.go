@@ -1,16 +1,12 @@
 package workloadupdate
 
 import (
-	"context"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
@@ -92,28 +88,4 @@ func sameConditions(a, b []v1.VirtualMachineInstanceCondition) bool {
 func hasKey(m map[string]string, k string) bool {
 	_, ok := m[k]
 	return ok
-}
-
-// coalesced enqueues the one request window after an event; events arriving
-// meanwhile join it (the queue keeps the earliest time an item is due).
-func (r *Reconciler) coalesced(window time.Duration) handler.EventHandler {
-	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range r.activeRequest(ctx, nil) {
-			q.AddAfter(req, window)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q)
-		},
-		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q)
-		},
-		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q)
-		},
-		GenericFunc: func(ctx context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q)
-		},
-	}
 }

@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			return fmt.Errorf("vmsim: watching %T: %w", obj, err)
 		}
 	}
-	go startUpstreamUpdater(ctx, cfg, mgr, o)
+	go startUpstreamUpdater(ctx, cfg, mgr, sim)
 	if o.Ready != nil {
 		go func() {
 			if mgr.GetCache().WaitForCacheSync(ctx) {

@@ -36,7 +36,9 @@ import (
 // second implementation.
 type upstreamUpdater struct {
 	client client.Client
-	mu     sync.Mutex
+	// sim knows the current launcher image (virt-controller's flag).
+	sim *simulator
+	mu  sync.Mutex
 	// lastBatch is upstream's in-memory lastDeletionBatch.
 	lastBatch time.Time
 	// created are migrations this process created that the cache may not list
@@ -79,7 +81,7 @@ func (u *upstreamUpdater) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	if u.waitingForCache(migs.Items) {
 		return reconcile.Result{RequeueAfter: 50 * time.Millisecond}, nil
 	}
-	image, err := (&simulator{client: u.client, opts: Options{}.withDefaults()}).launcherImage(ctx)
+	image, err := u.sim.launcherImage(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -160,7 +162,8 @@ func (u *upstreamUpdater) evict(ctx context.Context, vmi *v1.VirtualMachineInsta
 
 // startUpstreamUpdater adds the updater once the KubeVirt CRD is served (the
 // sandbox does not install it; the operator's manifests do).
-func startUpstreamUpdater(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, o Options) {
+func startUpstreamUpdater(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, sim *simulator) {
+	o := sim.opts
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		o.Log.Error("workload updater not started", "err", err)
@@ -177,7 +180,7 @@ func startUpstreamUpdater(ctx context.Context, cfg *rest.Config, mgr ctrl.Manage
 		case <-time.After(time.Second):
 		}
 	}
-	u := &upstreamUpdater{client: mgr.GetClient(), created: map[string]bool{}}
+	u := &upstreamUpdater{client: mgr.GetClient(), sim: sim, created: map[string]bool{}}
 	if err := u.setup(mgr); err != nil {
 		o.Log.Error("workload updater not started", "err", err)
 		return
