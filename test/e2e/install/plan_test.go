@@ -79,7 +79,7 @@ func TestPlanBeforeEachUpgrade(t *testing.T) {
 			t.Fatalf("plan %s exited %d:\n%s", tag, code, out)
 		}
 		for _, want := range []string{"Upgrade KubeVirt", "-> " + tag, "Changed keys:", "virt-handler: DaemonSet/virt-handler (10 pods)",
-			"canary on node-", "VMIs, moved by virt-operator: 12 migrate", "ok   CRD stored versions"} {
+			"canary on node-", "VMIs, moved by virt-operator: 12 migrate", "ok   CRDStoredVersions", "ok   KubernetesVersion"} {
 			if !strings.Contains(out, want) {
 				t.Fatalf("plan %s lacks %q:\n%s", tag, want, out)
 			}
