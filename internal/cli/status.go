@@ -78,6 +78,11 @@ func newClient(kubeconfig string) (client.Client, *rest.Config, error) {
 	if err != nil {
 		return nil, nil, UsageError(err)
 	}
+	// kubectl's client-side limits: plan reads every object of a strategy, which
+	// client-go's default of 5 a second turned into 10 s of waiting.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 300
+	}
 	scheme, err := operator.NewScheme()
 	if err != nil {
 		return nil, nil, err

@@ -27,6 +27,8 @@ import (
 
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// It reads a VMI's launcher pods (in the VMI's namespace) before evicting them.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 
 // Reconciler moves the active KubeVirt's outdated VMIs onto the target launcher.
 type Reconciler struct {
@@ -109,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	now := r.Clock.Now()
 	settings.LastEvictionBatch = r.pending.lastEvictionBatch(settings.LastEvictionBatch)
-	withPending, gaps := r.pending.view(now, vmis.Items, migs.Items)
+	withPending, gaps := r.pending.view(now, target.image, vmis.Items, migs.Items)
 	plan := core.PlanUpdate(core.Inputs{
 		VMIs: vmis.Items, Migrations: withPending, TargetLauncherImage: target.image,
 		Settings: settings, Now: now, Seed: rand.Uint64(),

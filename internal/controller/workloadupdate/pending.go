@@ -44,7 +44,10 @@ type pending struct {
 	unfinished map[types.UID]bool
 	// settling: VMIs whose migration was just seen succeeding; the VMI cache may
 	// not show the new launcher yet (informers of two kinds are not in step).
-	settling map[core.Key]time.Time
+	// They hold only for the target launcher they moved to (settlingTarget): a
+	// VMI moved for the last upgrade is outdated at once for the next one.
+	settling       map[core.Key]time.Time
+	settlingTarget string
 	// lastBatch: the last eviction batch, in case the status write is not seen yet.
 	lastBatch time.Time
 	// written: the last status.workloadUpdates this process wrote; its counters
@@ -71,10 +74,14 @@ type cacheGaps struct {
 // view folds the remembered writes into what the cache listed: migrations this
 // process created but the cache lacks are added (as Pending), deleted ones are
 // left out, and VMIs just evicted or just migrated are reported as cache gaps.
-func (p *pending) view(now time.Time, vmis []v1.VirtualMachineInstance, migs []v1.VirtualMachineInstanceMigration) (
+func (p *pending) view(now time.Time, target string, vmis []v1.VirtualMachineInstance, migs []v1.VirtualMachineInstanceMigration) (
 	[]v1.VirtualMachineInstanceMigration, cacheGaps) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if target != p.settlingTarget {
+		clear(p.settling)
+		p.settlingTarget = target
+	}
 	listed := make(map[string]bool, len(migs))
 	out := make([]v1.VirtualMachineInstanceMigration, 0, len(migs)+len(p.created))
 	seen := map[types.UID]bool{}

@@ -45,7 +45,7 @@ func TestPendingCreationsFillTheCacheGap(t *testing.T) {
 		{"forgotten once listed", t0.Add(3 * time.Second), nil, 0},
 	}
 	for _, tt := range tests {
-		got, _ := p.view(tt.now, nil, tt.listed)
+		got, _ := p.view(tt.now, "launcher:v2", nil, tt.listed)
 		if len(got) != tt.want {
 			t.Fatalf("%s: %d migrations, want %d", tt.name, len(got), tt.want)
 		}
@@ -62,7 +62,7 @@ func TestPendingCreationExpires(t *testing.T) {
 	p := newPending()
 	m := migration("kubevirt-workload-update-x", "a", "", "")
 	p.migrationCreated(&m, t0)
-	if got, _ := p.view(t0.Add(pendingTTL+time.Second), nil, nil); len(got) != 0 || p.waiting() {
+	if got, _ := p.view(t0.Add(pendingTTL+time.Second), "launcher:v2", nil, nil); len(got) != 0 || p.waiting() {
 		t.Fatalf("an unseen creation must be forgotten after %s: %d left", pendingTTL, len(got))
 	}
 }
@@ -71,10 +71,10 @@ func TestDeletedMigrationsHiddenUntilGone(t *testing.T) {
 	p := newPending()
 	m := migration("m", "a", "u1", v1.MigrationPending)
 	p.migrationDeleted(&m, t0)
-	if got, _ := p.view(t0, nil, []v1.VirtualMachineInstanceMigration{m}); len(got) != 0 {
+	if got, _ := p.view(t0, "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{m}); len(got) != 0 {
 		t.Fatal("an aborted migration still in the cache must be left out")
 	}
-	if _, _ = p.view(t0, nil, nil); p.waiting() {
+	if _, _ = p.view(t0, "launcher:v2", nil, nil); p.waiting() {
 		t.Fatal("the deletion must be forgotten once the cache drops it")
 	}
 }
@@ -95,14 +95,14 @@ func TestEvictingUntilReplaced(t *testing.T) {
 			[]v1.VirtualMachineInstance{vmi("a", "u2", v1.VMIRunning)}, false},
 	}
 	for _, tt := range tests {
-		_, gaps := p.view(tt.now, tt.vmis, nil)
+		_, gaps := p.view(tt.now, "launcher:v2", tt.vmis, nil)
 		evicting := gaps.evicting
 		if evicting[key] != tt.want {
 			t.Fatalf("%s: evicting=%v, want %v", tt.name, evicting[key], tt.want)
 		}
 	}
 	p.vmiEvicted(&running, t0)
-	if _, gaps := p.view(t0.Add(evictionTTL+time.Second), []v1.VirtualMachineInstance{running}, nil); gaps.evicting[key] {
+	if _, gaps := p.view(t0.Add(evictionTTL+time.Second), "launcher:v2", []v1.VirtualMachineInstance{running}, nil); gaps.evicting[key] {
 		t.Fatal("an eviction that never took effect must be retried after the TTL")
 	}
 }
@@ -178,9 +178,24 @@ func TestSettlingAfterAMigrationSucceeds(t *testing.T) {
 		{"past the TTL", t0.Add(pendingTTL + 2*time.Second), []v1.VirtualMachineInstanceMigration{old, succeeded}, nil},
 	}
 	for _, tt := range tests {
-		_, gaps := p.view(tt.now, nil, tt.listed)
+		_, gaps := p.view(tt.now, "launcher:v2", nil, tt.listed)
 		if gaps.settling[a] != tt.want[a] || gaps.settling[b] {
 			t.Fatalf("%s: settling %v, want %v", tt.name, gaps.settling, tt.want)
 		}
+	}
+}
+
+// A VMI that just moved for one upgrade is not held back from the next: its
+// settling holds for the target it moved to only.
+func TestSettlingEndsWithANewTarget(t *testing.T) {
+	p := newPending()
+	a := core.Key{Namespace: "ns", Name: "a"}
+	p.view(t0, "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{migration("m1", "a", "u1", v1.MigrationRunning)})
+	_, gaps := p.view(t0.Add(time.Second), "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{migration("m1", "a", "u1", v1.MigrationSucceeded)})
+	if !gaps.settling[a] {
+		t.Fatal("the VMI that just moved is not settling")
+	}
+	if _, gaps = p.view(t0.Add(2*time.Second), "launcher:v3", nil, []v1.VirtualMachineInstanceMigration{migration("m1", "a", "u1", v1.MigrationSucceeded)}); gaps.settling[a] {
+		t.Fatal("the next upgrade's target waits for the last one's settling")
 	}
 }
