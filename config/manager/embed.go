@@ -7,12 +7,25 @@ import (
 	_ "embed"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"sigs.k8s.io/yaml"
 )
 
 //go:embed priorityclass.yaml
 var priorityClass []byte
+
+//go:embed deployment.yaml
+var deployment []byte
+
+// Deployment is the operator's Deployment, as deployment.yaml defines it.
+func Deployment() (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	if err := yaml.UnmarshalStrict(deployment, d); err != nil {
+		return nil, fmt.Errorf("config/manager/deployment.yaml: %w", err)
+	}
+	return d, nil
+}
 
 // PriorityClass is kubevirt-cluster-critical, as priorityclass.yaml defines it.
 func PriorityClass() (*schedulingv1.PriorityClass, error) {

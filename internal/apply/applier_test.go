@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,15 +113,48 @@ func TestLiveObjectsAndListManaged(t *testing.T) {
 	if live, err = LiveObjects(ctx, c, d); err != nil || len(live) != len(d.Objects())+4 {
 		t.Fatalf("%d live objects (want every object and 4 PDBs), %v", len(live), err)
 	}
-	managed, err := ListManaged(ctx, c, nil)
+	managed, err := ListManaged(ctx, c, Scope{Namespace: d.Deployments[0].Namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(managed) != len(live) {
 		t.Errorf("ListManaged found %d, want %d", len(managed), len(live))
 	}
+	// Limited to the strategy's kinds, an uninstall finds the same objects.
+	if byKind, err := ListManaged(ctx, c, Scope{Namespace: d.Deployments[0].Namespace, Kinds: StrategyKinds(d)}); err != nil || len(byKind) != len(live) {
+		t.Errorf("ListManaged of the strategy's kinds found %d, want %d (%v)", len(byKind), len(live), err)
+	}
+	// Scoped to another namespace, only the cluster-scoped objects are found.
+	clusterScoped := 0
+	for ref := range live {
+		if ref.Namespace == "" {
+			clusterScoped++
+		}
+	}
+	if got, err := ListManaged(ctx, c, Scope{Namespace: "elsewhere"}); err != nil || len(got) != clusterScoped {
+		t.Errorf("ListManaged in another namespace found %d (%v), want the %d cluster-scoped objects", len(got), err, clusterScoped)
+	}
 	if o := Orphans(Refs(Steps(d, Upgrade)), managed); len(o) != 0 {
 		t.Errorf("orphans right after install: %v", names(o))
+	}
+}
+
+// Each kind ListManaged lists is named as its list's items are.
+func TestManagedListsNameTheirKinds(t *testing.T) {
+	scheme := testScheme(t)
+	for _, ml := range managedLists {
+		list := ml.list()
+		gvk := list.GetObjectKind().GroupVersionKind()
+		if gvk.Empty() {
+			gvks, _, err := scheme.ObjectKinds(list)
+			if err != nil {
+				t.Fatalf("%T: %v", list, err)
+			}
+			gvk = gvks[0]
+		}
+		if got := (schema.GroupKind{Group: gvk.Group, Kind: strings.TrimSuffix(gvk.Kind, "List")}); got != ml.kind {
+			t.Errorf("%T lists %v, the table says %v", list, got, ml.kind)
+		}
 	}
 }
 

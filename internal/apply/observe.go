@@ -14,9 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,32 +77,44 @@ var (
 
 // managedList is one kind ListManaged lists.
 type managedList struct {
+	kind       schema.GroupKind
 	list       func() client.ObjectList
 	namespaced bool
+	// elsewhere: a strategy may put this kind in a namespace other than the
+	// operator's (the monitoring namespace, kube-system).
+	elsewhere bool
 }
 
+func gk(group, kind string) schema.GroupKind { return schema.GroupKind{Group: group, Kind: kind} }
+
+const (
+	rbacGroup      = "rbac.authorization.k8s.io"
+	admissionGroup = "admissionregistration.k8s.io"
+	monitoringGrp  = "monitoring.coreos.com"
+)
+
 var managedLists = []managedList{
-	{func() client.ObjectList { return &corev1.ServiceAccountList{} }, true},
-	{func() client.ObjectList { return &rbacv1.ClusterRoleList{} }, false},
-	{func() client.ObjectList { return &rbacv1.ClusterRoleBindingList{} }, false},
-	{func() client.ObjectList { return &rbacv1.RoleList{} }, true},
-	{func() client.ObjectList { return &rbacv1.RoleBindingList{} }, true},
-	{func() client.ObjectList { return &apiextensionsv1.CustomResourceDefinitionList{} }, false},
-	{func() client.ObjectList { return &corev1.ServiceList{} }, true},
-	{func() client.ObjectList { return &corev1.SecretList{} }, true},
-	{func() client.ObjectList { return &corev1.ConfigMapList{} }, true},
-	{func() client.ObjectList { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} }, false},
-	{func() client.ObjectList { return &admissionregistrationv1.MutatingWebhookConfigurationList{} }, false},
-	{func() client.ObjectList { return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{} }, false},
-	{func() client.ObjectList { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} }, false},
-	{func() client.ObjectList { return &apiregistrationv1.APIServiceList{} }, false},
-	{func() client.ObjectList { return &appsv1.DeploymentList{} }, true},
-	{func() client.ObjectList { return &appsv1.DaemonSetList{} }, true},
-	{func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }, true},
-	{func() client.ObjectList { return &monitoringv1.ServiceMonitorList{} }, true},
-	{func() client.ObjectList { return &monitoringv1.PrometheusRuleList{} }, true},
-	{func() client.ObjectList { return unstructuredList(sccGVK) }, false},
-	{func() client.ObjectList { return unstructuredList(routeGVK) }, true},
+	{gk("", "ServiceAccount"), func() client.ObjectList { return &corev1.ServiceAccountList{} }, true, false},
+	{gk(rbacGroup, "ClusterRole"), func() client.ObjectList { return &rbacv1.ClusterRoleList{} }, false, false},
+	{gk(rbacGroup, "ClusterRoleBinding"), func() client.ObjectList { return &rbacv1.ClusterRoleBindingList{} }, false, false},
+	{gk(rbacGroup, "Role"), func() client.ObjectList { return &rbacv1.RoleList{} }, true, true},
+	{gk(rbacGroup, "RoleBinding"), func() client.ObjectList { return &rbacv1.RoleBindingList{} }, true, true},
+	{gk("apiextensions.k8s.io", "CustomResourceDefinition"), func() client.ObjectList { return &apiextensionsv1.CustomResourceDefinitionList{} }, false, false},
+	{gk("", "Service"), func() client.ObjectList { return &corev1.ServiceList{} }, true, false},
+	{gk("", "Secret"), func() client.ObjectList { return &corev1.SecretList{} }, true, false},
+	{gk("", "ConfigMap"), func() client.ObjectList { return &corev1.ConfigMapList{} }, true, false},
+	{gk(admissionGroup, "ValidatingWebhookConfiguration"), func() client.ObjectList { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} }, false, false},
+	{gk(admissionGroup, "MutatingWebhookConfiguration"), func() client.ObjectList { return &admissionregistrationv1.MutatingWebhookConfigurationList{} }, false, false},
+	{gk(admissionGroup, "ValidatingAdmissionPolicyBinding"), func() client.ObjectList { return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{} }, false, false},
+	{gk(admissionGroup, "ValidatingAdmissionPolicy"), func() client.ObjectList { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} }, false, false},
+	{gk("apiregistration.k8s.io", "APIService"), func() client.ObjectList { return &apiregistrationv1.APIServiceList{} }, false, false},
+	{gk("apps", "Deployment"), func() client.ObjectList { return &appsv1.DeploymentList{} }, true, false},
+	{gk("apps", "DaemonSet"), func() client.ObjectList { return &appsv1.DaemonSetList{} }, true, false},
+	{gk("policy", "PodDisruptionBudget"), func() client.ObjectList { return &policyv1.PodDisruptionBudgetList{} }, true, false},
+	{gk(monitoringGrp, "ServiceMonitor"), func() client.ObjectList { return &monitoringv1.ServiceMonitorList{} }, true, true},
+	{gk(monitoringGrp, "PrometheusRule"), func() client.ObjectList { return &monitoringv1.PrometheusRuleList{} }, true, true},
+	{sccGVK.GroupKind(), func() client.ObjectList { return unstructuredList(sccGVK) }, false, false},
+	{routeGVK.GroupKind(), func() client.ObjectList { return unstructuredList(routeGVK) }, true, false},
 }
 
 func unstructuredList(gvk schema.GroupVersionKind) client.ObjectList {
@@ -113,19 +123,36 @@ func unstructuredList(gvk schema.GroupVersionKind) client.ObjectList {
 	return l
 }
 
+// Scope is where ListManaged looks for namespaced kinds: every kind in the
+// operator's Namespace ("" is every namespace), and in Others (where a strategy
+// also writes: the monitoring namespace, kube-system) only the kinds a strategy
+// puts there.
+type Scope struct {
+	Namespace string
+	Others    []string
+	// Kinds, when set, limits the lists to these kinds (by name, unique among a
+	// strategy's kinds: StrategyKinds); nil lists every kind a strategy can hold.
+	Kinds map[string]bool
+}
+
 // ListManaged lists every object carrying the managed-by label (current or
 // legacy value) of each kind a strategy can hold, plus PodDisruptionBudgets and
-// the extra kinds given (a strategy's Others). Namespaced kinds are listed in
-// each of namespaces (nil for all namespaces; a strategy also writes to the
-// monitoring namespace). Kinds whose API the cluster does not serve (SCC and Route off
-// OpenShift, monitoring without prometheus-operator) are skipped. The result
-// feeds Orphans and UninstallOrder.
-func ListManaged(ctx context.Context, r client.Reader, namespaces []string, extra ...schema.GroupVersionKind) ([]client.Object, error) {
+// the extra kinds given (a strategy's Others, cluster-scoped), within scope.
+// Kinds whose API the cluster does not serve (SCC and Route off OpenShift,
+// monitoring without prometheus-operator) are skipped. The result feeds Orphans
+// and UninstallOrder.
+func ListManaged(ctx context.Context, r client.Reader, scope Scope, extra ...schema.GroupVersionKind) ([]client.Object, error) {
 	var out []client.Object
 	for _, ml := range managedLists {
+		if scope.Kinds != nil && !scope.Kinds[ml.kind.Kind] {
+			continue
+		}
 		scopes := []string{""}
-		if ml.namespaced && namespaces != nil {
-			scopes = namespaces
+		if ml.namespaced {
+			scopes = []string{scope.Namespace}
+			if ml.elsewhere {
+				scopes = append(scopes, scope.Others...)
+			}
 		}
 		for _, ns := range scopes {
 			items, err := listManaged(ctx, r, ml.list(), ns)
@@ -145,15 +172,26 @@ func ListManaged(ctx context.Context, r client.Reader, namespaces []string, extr
 	return out, nil
 }
 
+// StrategyKinds are the kinds of the strategies' objects, and
+// PodDisruptionBudget with Deployments (each has one): what an uninstall of
+// them looks for.
+func StrategyKinds(strategies ...*strategy.Strategy) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range strategies {
+		for _, o := range s.Objects() {
+			out[RefOf(o).Kind] = true
+		}
+		if len(s.Deployments) > 0 {
+			out["PodDisruptionBudget"] = true
+		}
+	}
+	return out
+}
+
 // listManaged lists the operator's objects of one kind (in namespace, or
 // everywhere for ""); a kind the cluster does not serve lists nothing.
 func listManaged(ctx context.Context, r client.Reader, list client.ObjectList, namespace string) ([]client.Object, error) {
-	req, err := labels.NewRequirement(metadata.ManagedByLabel, selection.In,
-		[]string{metadata.ManagedByValue, metadata.LegacyManagedByValue})
-	if err != nil {
-		return nil, err
-	}
-	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}}
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: metadata.ManagedSelector()}}
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}

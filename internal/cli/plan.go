@@ -216,7 +216,7 @@ func planInput(ctx context.Context, c client.Client, serverVersion func() (*vers
 	if in.Live, err = apply.LiveObjects(ctx, c, desired); err != nil {
 		return in, err
 	}
-	managed, err := apply.ListManaged(ctx, c, []string{ns}, apply.KindsOf(desired.Others)...)
+	managed, err := apply.ListManaged(ctx, c, apply.Scope{Namespace: ns}, apply.KindsOf(desired.Others)...)
 	if err != nil {
 		return in, err
 	}

@@ -85,6 +85,7 @@ func NewSandboxHostExecCommand() *cobra.Command {
 	f.StringVar(&o.LogDir, "log-dir", "", "directory of the pods' logs (hostexec-NAMESPACE-POD.log)")
 	f.StringVar(&o.WorkDir, "work-dir", "", "directory of the pods' working directories")
 	f.StringVar(&ready, "ready-file", "", "file written once the runner watches pods")
+	f.BoolVar(&o.PodCredentials, "pod-credentials", true, "run each pod's processes with a token of the pod's ServiceAccount (its RBAC, as in a pod), not with --kubeconfig's credentials")
 	f.DurationVar(&o.Timeout, "timeout", hostexec.DefaultTimeout, "longest run of one pod (a shorter activeDeadlineSeconds wins)")
 	f.IntVar(&o.Concurrency, "concurrency", hostexec.DefaultConcurrency, "pods run at once")
 	return cmd

@@ -21,6 +21,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/config/manager"
+	"github.com/virt-operator/virt-operator/config/rbac"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/operator"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
@@ -139,7 +140,7 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 	if err := c.Create(ctx, kv); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("applying the sample KubeVirt CR: %w", err)
 	}
-	fmt.Fprintf(out, "\nThe sandbox is up and the operator runs (metrics on http://%s/metrics).\n", metricsAddr)
+	fmt.Fprintf(out, "\nThe sandbox is up and the operator runs (metrics on https://%s/metrics, for a token allowed get /metrics: see README, Metrics).\n", metricsAddr)
 	fmt.Fprintf(out, "In another shell:\n\n    export KUBECONFIG=%s\n    kubectl get nodes\n    kubectl get kubevirt -A\n    kubectl get vm,vmi,vmim\n\nPress Ctrl-C to stop and tear everything down.\n\n", sb.Kubeconfig())
 	vc, err := vmsim.NewClient(sb.RESTConfig())
 	if err != nil {
@@ -161,18 +162,26 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 }
 
 // ensureOperatorPrerequisites creates what `kubectl apply -k config/default`
-// gives a real install besides the operator: its namespace, its ServiceAccount
-// (which runs the install-strategy Job) and the components' PriorityClass.
+// gives a real install besides the operator's Deployment and CRD: its namespace,
+// its ServiceAccounts and RBAC (the install-strategy Job runs under its own), and
+// the components' PriorityClass. The manifests name namespace kubevirt.
 func ensureOperatorPrerequisites(ctx context.Context, c client.Client, namespace string) error {
 	pc, err := manager.PriorityClass()
 	if err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "virt-operator", Namespace: namespace}},
-		pc,
-	} {
+	rbacObjs, err := rbac.Objects()
+	if err != nil {
+		return err
+	}
+	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, pc}
+	for _, o := range rbacObjs {
+		if o.GetNamespace() == "kubevirt" {
+			o.SetNamespace(namespace)
+		}
+		objs = append(objs, o)
+	}
+	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -85,6 +87,15 @@ func InjectGeneration(obj metav1.Object, generation int64) {
 }
 
 // IsManaged reports whether obj carries our managed-by label, old value included.
+// ManagedSelector selects the objects IsManaged reports.
+func ManagedSelector() labels.Selector {
+	req, err := labels.NewRequirement(ManagedByLabel, selection.In, []string{ManagedByValue, LegacyManagedByValue})
+	if err != nil {
+		panic(err) // constant label and values
+	}
+	return labels.NewSelector().Add(*req)
+}
+
 func IsManaged(obj metav1.Object) bool {
 	v := obj.GetLabels()[ManagedByLabel]
 	return v == ManagedByValue || v == LegacyManagedByValue

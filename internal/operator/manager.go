@@ -5,9 +5,12 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -21,10 +24,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/config/rbac"
 	"github.com/virt-operator/virt-operator/internal/admission"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
 	"github.com/virt-operator/virt-operator/internal/controller/workloadupdate"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/version"
 )
@@ -33,8 +38,14 @@ import (
 type Options struct {
 	// Namespace the operator runs in; the KubeVirt CR must live here.
 	Namespace string
-	// MetricsAddr serves /metrics; "0" disables it.
+	// MetricsAddr serves /metrics over HTTPS to clients the API server
+	// authenticates (TokenReview) and authorizes (SubjectAccessReview: get on the
+	// non-resource URL /metrics, which config/rbac's virt-operator-metrics-reader
+	// grants); "0" disables it.
 	MetricsAddr string
+	// MetricsCertDir holds tls.crt and tls.key for /metrics (reloaded when they
+	// change); empty: a self-signed certificate, as kube-controller-manager's.
+	MetricsCertDir string
 	// HealthAddr serves /healthz and /readyz; "0" disables it.
 	HealthAddr string
 	// PprofAddr serves Go's /debug/pprof (heap and CPU profiles); "" or "0" is off.
@@ -49,7 +60,8 @@ type Options struct {
 	// Env is the environment the deployment config is read from; nil means
 	// the process environment.
 	Env deployid.Env
-	// ServiceAccount runs the install-strategy Job; default virt-operator.
+	// ServiceAccount runs the install-strategy Job; default
+	// virt-operator-strategy-dumper (config/rbac/strategy_dumper.yaml).
 	ServiceAccount string
 	// QPS and Burst limit the operator's requests to the API server; zero takes
 	// DefaultQPS and DefaultBurst.
@@ -69,19 +81,45 @@ func (o Options) env() deployid.Env {
 
 func (o Options) serviceAccount() string {
 	if o.ServiceAccount == "" {
-		return "virt-operator"
+		return rbac.StrategyDumperServiceAccount
 	}
 	return o.ServiceAccount
 }
 
-// namespacedCache limits the cache of namespaced kinds to the operator's
-// namespace, so memory does not grow with the cluster's Secrets and ConfigMaps.
-func namespacedCache(namespace string) map[client.Object]cache.ByObject {
+// cacheByObject bounds what the cache holds, so the operator's memory does not
+// grow with the cluster: namespaced kinds only in the operator's namespace;
+// ServiceAccounts there, and elsewhere only Prometheus' default account, whose
+// appearance turns monitoring on; the cluster-scoped kinds a strategy holds only
+// where they carry the managed-by label (the operator writes them with it, by
+// server-side apply, so an unlabelled one of the same name is taken over by the
+// first write and cached from then on).
+func cacheByObject(namespace string) map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{}
 	for _, kind := range kubevirt.CachedNamespacedKinds() {
 		out[kind] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
 	}
+	out[&corev1.ServiceAccount{}] = cache.ByObject{Namespaces: map[string]cache.Config{
+		namespace:           {},
+		cache.AllNamespaces: {FieldSelector: fields.OneTermEqualSelector("metadata.name", deployid.DefaultMonitorAccount)},
+	}}
+	managed := metadata.ManagedSelector()
+	for _, kind := range kubevirt.ManagedClusterKinds() {
+		out[kind] = cache.ByObject{Label: managed}
+	}
 	return out
+}
+
+// metricsOptions serve /metrics with TLS, each scrape authenticated and
+// authorized by the API server (metricsAuth), and HTTP/1.1 only (HTTP/2's rapid-reset and stream-flood attacks
+// need no credentials).
+func metricsOptions(o Options) metricsserver.Options {
+	return metricsserver.Options{
+		BindAddress:    o.MetricsAddr,
+		SecureServing:  true,
+		CertDir:        o.MetricsCertDir,
+		FilterProvider: metricsAuth,
+		TLSOpts:        []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	}
 }
 
 // Client-side rate limits: client-go's defaults (5 QPS) would queue an upgrade's
@@ -113,7 +151,7 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // Leader election needs its Lease in the operator's namespace.
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kubevirt,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kubevirt,resources=leases,verbs=get;create;update
 // The strategy Job's Events say why its pod is refused (a missing ServiceAccount, a quota).
 // +kubebuilder:rbac:groups="",namespace=kubevirt,resources=events,verbs=list
 
@@ -146,7 +184,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	leaseDuration, renewDeadline, retryPeriod := 15*time.Second, 10*time.Second, 2*time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.HealthAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
@@ -157,7 +195,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		RetryPeriod:             &retryPeriod,
 		// Release the lease on shutdown so a successor does not wait a full lease.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{ByObject: namespacedCache(o.Namespace), DefaultTransform: cacheTransform()},
+		Cache:                         cache.Options{ByObject: cacheByObject(o.Namespace), DefaultTransform: cacheTransform()},
 		// Tests run one operator after another in the same process; the
 		// controller's name is only unique per manager.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -14,6 +15,7 @@ type layout struct {
 	Certs                             certFiles
 	TokenFile, Kubeconfig, StagesFile string
 	AuditPolicy, AuditLog             string // AuditLog empty: no auditing
+	AuditUsers                        []string
 }
 
 func newLayout(dir string, ports []int, auditLog string) layout {
@@ -132,13 +134,19 @@ func kwokArgs(l layout) []string {
 	}
 }
 
-// auditPolicy logs every request once (at ResponseComplete) with metadata only.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-`
+// auditPolicy logs every request (of users, when given) once, at
+// ResponseComplete, with metadata only.
+func auditPolicy(users []string) string {
+	policy := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [\"RequestReceived\"]\nrules:\n"
+	if len(users) == 0 {
+		return policy + "- level: Metadata\n"
+	}
+	quoted := make([]string, len(users))
+	for i, u := range users {
+		quoted[i] = strconv.Quote(u)
+	}
+	return policy + "- level: Metadata\n  users: [" + strings.Join(quoted, ", ") + "]\n- level: None\n"
+}
 
 // joinArgs renders args for a log line.
 func joinArgs(bin string, args []string) string {

@@ -333,3 +333,13 @@ func TestOperatorBinary(t *testing.T) {
 		t.Errorf("installed binary: %v %v", st, err)
 	}
 }
+
+func TestAuditPolicy(t *testing.T) {
+	if got := auditPolicy(nil); !strings.HasSuffix(got, "rules:\n- level: Metadata\n") {
+		t.Errorf("every request: %q", got)
+	}
+	got := auditPolicy([]string{"system:serviceaccount:kubevirt:virt-operator"})
+	if !strings.Contains(got, "users: [\"system:serviceaccount:kubevirt:virt-operator\"]\n- level: None\n") {
+		t.Errorf("one user's requests only: %q", got)
+	}
+}

@@ -71,14 +71,17 @@ func TestDetectMonitorNamespace(t *testing.T) {
 	}
 }
 
-// A namespace GET that fails with something other than NotFound aborts before
-// any later candidate is tried.
-func TestDetectMonitorNamespaceAbortsOnNamespaceError(t *testing.T) {
+// A GET that fails with something other than NotFound aborts before any later
+// candidate is tried; no Namespace is read.
+func TestDetectMonitorNamespaceAbortsOnError(t *testing.T) {
 	var gets []string
 	c := fake.NewClientBuilder().WithObjects(ns("monitoring"), sa("monitoring", "prometheus-k8s")).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			gets = append(gets, key.String())
-			if key.Name == "openshift-monitoring" {
+			if _, isNamespace := obj.(*corev1.Namespace); isNamespace {
+				t.Errorf("read Namespace %s", key.Name)
+			}
+			if key.Namespace == "openshift-monitoring" {
 				return apierrors.NewServiceUnavailable("etcd is down")
 			}
 			return c.Get(ctx, key, obj, opts...)

@@ -228,7 +228,7 @@ func TestApplyEngineConvergesWithoutWritesAtRest(t *testing.T) {
 	// Drop the ConfigMap from the strategy: it becomes the only orphan of ours.
 	smaller := *desired
 	smaller.ConfigMaps = nil
-	managed, err := apply.ListManaged(ctx, h.c, []string{ns})
+	managed, err := apply.ListManaged(ctx, h.c, apply.Scope{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}

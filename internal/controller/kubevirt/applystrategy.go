@@ -202,8 +202,7 @@ func (r *Reconciler) liveCertificateObjects(ctx context.Context, s *strategy.Str
 
 // deleteOrphans removes managed objects the target strategy no longer has.
 func (r *Reconciler) deleteOrphans(ctx context.Context, kv *v1.KubeVirt, desired *strategy.Strategy, cms []corev1.ConfigMap) error {
-	namespaces := orphanNamespaces(r.Namespace, desired, cms)
-	live, err := apply.ListManaged(ctx, r.reader(), namespaces, apply.KindsOf(desired.Others)...)
+	live, err := apply.ListManaged(ctx, r.reader(), managedScope(r.Namespace, cms, desired), apply.KindsOf(desired.Others)...)
 	if err != nil {
 		return err
 	}
@@ -221,28 +220,30 @@ func (r *Reconciler) deleteOrphans(ctx context.Context, kv *v1.KubeVirt, desired
 	return nil
 }
 
-// orphanNamespaces are where a stale object may be: the operator's namespace,
-// every namespace the desired strategy writes to, and the monitoring namespace
-// each cached strategy was generated with (monitoring that went away leaves its
-// Role, RoleBinding, ServiceMonitor and PrometheusRule there). Sorted.
-func orphanNamespaces(own string, desired *strategy.Strategy, cms []corev1.ConfigMap) []string {
-	set := map[string]bool{own: true}
-	for _, o := range desired.Objects() {
-		if ns := o.GetNamespace(); ns != "" {
-			set[ns] = true
+// managedScope is where a managed object may be: the operator's namespace, and
+// besides it every namespace the strategies write to and the monitoring
+// namespace each cached strategy was generated with (monitoring that went away
+// leaves its ServiceMonitor there). Others sorted.
+func managedScope(own string, cms []corev1.ConfigMap, strategies ...*strategy.Strategy) apply.Scope {
+	set := map[string]bool{}
+	for _, s := range strategies {
+		for _, o := range s.Objects() {
+			set[o.GetNamespace()] = true
 		}
 	}
 	for i := range cms {
-		if meta, ok := strategy.Meta(&cms[i]); ok && meta.MonitorNamespace != "" {
+		if meta, ok := strategy.Meta(&cms[i]); ok {
 			set[meta.MonitorNamespace] = true
 		}
 	}
-	out := make([]string, 0, len(set))
+	delete(set, "")
+	delete(set, own)
+	scope := apply.Scope{Namespace: own}
 	for ns := range set {
-		out = append(out, ns)
+		scope.Others = append(scope.Others, ns)
 	}
-	sort.Strings(out)
-	return out
+	sort.Strings(scope.Others)
+	return scope
 }
 
 func replaceByName[T client.Object](all, replacements []T) []T {

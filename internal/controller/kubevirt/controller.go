@@ -23,12 +23,13 @@ import (
 	"github.com/virt-operator/virt-operator/internal/metadata"
 )
 
-// The operator manages the cluster's one KubeVirt CR; it lists them all to
-// tell the others they are ignored.
-// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts/finalizers,verbs=update
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch
+// The operator manages the cluster's one KubeVirt CR, in its namespace; it
+// watches them all to tell the others, in any namespace, that they are ignored.
+// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=list;watch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts/status,verbs=patch
+// +kubebuilder:rbac:groups=kubevirt.io,namespace=kubevirt,resources=kubevirts,verbs=patch
+// +kubebuilder:rbac:groups=kubevirt.io,namespace=kubevirt,resources=kubevirts/finalizers,verbs=update
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles the active KubeVirt CR: it installs, upgrades and

@@ -22,8 +22,8 @@ import (
 
 // The canary deletes old virt-handler pods and reads the DaemonSet's history
 // to roll a bad version back.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
-// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=kubevirt,resources=pods,verbs=delete
+// +kubebuilder:rbac:groups=apps,namespace=kubevirt,resources=controllerrevisions,verbs=list;watch
 
 // Reasons of the Degraded condition the virt-handler rollout sets.
 const (

@@ -17,7 +17,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
-func TestOrphanNamespaces(t *testing.T) {
+func TestManagedScope(t *testing.T) {
 	s := &strategy.Strategy{}
 	for _, o := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "a"}},
@@ -28,9 +28,13 @@ func TestOrphanNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := orphanNamespaces("kubevirt", s, []corev1.ConfigMap{strategyCM("old", "id", "monitoring"), strategyCM("new", "id", "")})
-	if want := []string{"kubevirt", "monitoring", "openshift-monitoring"}; !slices.Equal(got, want) {
-		t.Fatalf("namespaces %v, want %v", got, want)
+	cms := []corev1.ConfigMap{strategyCM("old", "id", "monitoring"), strategyCM("new", "id", "")}
+	got := managedScope("kubevirt", cms, s)
+	if want := []string{"monitoring", "openshift-monitoring"}; got.Namespace != "kubevirt" || !slices.Equal(got.Others, want) {
+		t.Fatalf("scope %+v, want kubevirt and %v", got, want)
+	}
+	if got := managedScope("kubevirt", cms); !slices.Equal(got.Others, []string{"monitoring"}) {
+		t.Fatalf("without a strategy: scope %+v, want kubevirt and the cached strategy's monitoring namespace", got)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // The pre-pull pods run in the operator's namespace.
-// +kubebuilder:rbac:groups="",namespace=kubevirt,resources=pods,verbs=create;delete;deletecollection
+// +kubebuilder:rbac:groups="",namespace=kubevirt,resources=pods,verbs=create;delete
 
 // ReasonPreflight is the hold and Upgradeable reason while a check fails or runs.
 const ReasonPreflight = "PreflightCheck"

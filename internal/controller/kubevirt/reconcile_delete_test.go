@@ -2,21 +2,27 @@ package kubevirt
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
 // deletingEnv is a KubeVirt CR being deleted, a managed Deployment, and a
@@ -141,5 +147,104 @@ func TestEnsureFinalizerKeepsTheStatusOfThisPass(t *testing.T) {
 	stale.ResourceVersion, stale.Finalizers = "1", nil
 	if err := r.ensureFinalizer(context.Background(), stale); err == nil {
 		t.Fatal("a finalizer patch from a stale copy went through")
+	}
+}
+
+func TestUninstallPollBacksOff(t *testing.T) {
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		waited time.Duration
+		want   time.Duration
+	}{
+		{0, time.Second}, {500 * time.Millisecond, time.Second}, {4 * time.Second, 4 * time.Second},
+		{25 * time.Second, 25 * time.Second}, {time.Hour, blockedPollMax},
+	} {
+		if got := uninstallPoll(start, start.Add(tc.waited), blockedPollMax); got != tc.want {
+			t.Errorf("waited %v: poll after %v, want %v", tc.waited, got, tc.want)
+		}
+	}
+}
+
+// A held uninstall counts the workloads with lists of one item, and looks
+// again later the longer it has been held.
+func TestHeldUninstallPollsWithBackoffAndLimitedLists(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachines.kubevirt.io"}}
+	vmis := []client.Object{
+		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vmi-1"}},
+		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vmi-2"}},
+	}
+	e := newDeletingEnv(t, crd, vmis...)
+	var unlimited []string
+	e.r.APIReader = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if lo := (&client.ListOptions{}).ApplyOptions(opts); lo.Limit != 1 {
+				unlimited = append(unlimited, fmt.Sprintf("%T", list))
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	key := types.NamespacedName{Namespace: "kubevirt", Name: "kubevirt"}
+	var polls []time.Duration
+	for _, heldFor := range []time.Duration{0, 3 * time.Second, 10 * time.Minute} {
+		e.r.Clock = clocktesting.NewFakePassiveClock(e.now.Add(heldFor))
+		res, err := e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		polls = append(polls, res.RequeueAfter)
+	}
+	if polls[0] != time.Second || polls[1] != 3*time.Second || polls[2] != blockedPollMax {
+		t.Errorf("polls %v, want 1s, 3s, then %v", polls, blockedPollMax)
+	}
+	if len(unlimited) > 0 {
+		t.Errorf("a held uninstall listed without a limit: %v", unlimited)
+	}
+}
+
+// An uninstall lists only the kinds of the strategy in force, and namespaced
+// kinds only in the namespaces it wrote to (never cluster-wide).
+func TestUninstallListsOnlyTheStrategysKindsAndNamespaces(t *testing.T) {
+	s := &strategy.Strategy{}
+	for _, o := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-handler", Namespace: "kubevirt"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "auth-reader", Namespace: "kube-system"}},
+		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "kubevirts.kubevirt.io"}},
+	} {
+		if err := s.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := &deployid.Config{Namespace: "kubevirt", KubeVirtVersion: "v1", Registry: "r"}
+	cfg.ID = cfg.ComputeID()
+	cm, err := strategy.Encode(s, cfg, "monitoring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Namespace = "kubevirt"
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "kubevirts.kubevirt.io"}}
+	e := newDeletingEnv(t, crd, cm)
+	kv := &v1.KubeVirt{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "kubevirt", Name: "kubevirt"}, kv); err != nil {
+		t.Fatal(err)
+	}
+	kv.Status.ObservedDeploymentID = cfg.ID
+	var lists []string
+	e.r.APIReader = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lo := (&client.ListOptions{}).ApplyOptions(opts)
+			lists = append(lists, fmt.Sprintf("%T %s", list, lo.Namespace))
+			return c.List(ctx, list, opts...)
+		},
+	})
+	if _, err := e.r.deleteEverything(context.Background(), kv); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"*v1.ServiceAccountList kubevirt",
+		"*v1.RoleBindingList kubevirt", "*v1.RoleBindingList kube-system", "*v1.RoleBindingList monitoring",
+		"*v1.CustomResourceDefinitionList ",
+	}
+	if strings.Join(lists, "; ") != strings.Join(want, "; ") {
+		t.Errorf("lists\n  %s\nwant\n  %s", strings.Join(lists, "\n  "), strings.Join(want, "\n  "))
 	}
 }

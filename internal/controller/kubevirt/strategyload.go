@@ -38,7 +38,13 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 	if err := r.recordMonitorNamespaces(ctx, cms, cfg.ID); err != nil {
 		return nil, err
 	}
-	monitoringNS, err := strategy.DetectMonitorNamespace(ctx, r.Client, cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
+	// The cache holds the default monitoring account in every namespace (the
+	// operator's ServiceAccount cache); another account is read from the API.
+	accounts := r.reader()
+	if cfg.MonitorAccount() == deployid.DefaultMonitorAccount {
+		accounts = r.Client
+	}
+	monitoringNS, err := strategy.DetectMonitorNamespace(ctx, accounts, cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
 	if err != nil {
 		return nil, fmt.Errorf("detecting the monitoring namespace: %w", err)
 	}

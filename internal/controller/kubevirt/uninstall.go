@@ -17,8 +17,20 @@ import (
 	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
-// uninstallPoll is how often a blocked or unfinished uninstall looks again.
-const uninstallPoll = time.Second
+// A blocked or unfinished uninstall looks again after the time it has waited
+// so far, from uninstallPollMin up to a maximum: a held uninstall a day old
+// costs two list calls of one item each per blockedPollMax, not per second.
+// Deletions of the objects it waits for are watched, so finishing is not late.
+const (
+	uninstallPollMin = time.Second
+	blockedPollMax   = 30 * time.Second
+	deletingPollMax  = 10 * time.Second
+)
+
+// uninstallPoll is when to look again, having waited since since.
+func uninstallPoll(since, now time.Time, limit time.Duration) time.Duration {
+	return min(max(now.Sub(since), uninstallPollMin), limit)
+}
 
 // reconcileDelete uninstalls: held while workloads exist under
 // BlockUninstallIfWorkloadsExist (the default), else every managed object is
@@ -41,20 +53,20 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reco
 				r.warning(kv, ReasonDeletionBlocked, "Uninstall", msg)
 			}
 			kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateBlocked, Reason: ReasonDeletionBlocked, Message: msg}, r.now())
-			return reconcile.Result{RequeueAfter: uninstallPoll}, nil
+			return reconcile.Result{RequeueAfter: uninstallPoll(blockedSince(kv, r.Clock.Now()), r.Clock.Now(), blockedPollMax)}, nil
 		}
 	}
 	kv.Status.Phase = v1.KubeVirtPhaseDeleting
 	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateDeleting}, r.now())
 
-	remaining, err := r.deleteEverything(ctx)
+	remaining, err := r.deleteEverything(ctx, kv)
 	if err != nil {
 		r.warning(kv, ReasonDeletionFailed, "Uninstall", err.Error())
 		return reconcile.Result{}, err
 	}
 	if len(remaining) > 0 {
 		kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateDeleting, Message: describeRemaining(remaining)}, r.now())
-		return reconcile.Result{RequeueAfter: uninstallPoll}, nil
+		return reconcile.Result{RequeueAfter: uninstallPoll(kv.DeletionTimestamp.Time, r.Clock.Now(), deletingPollMax)}, nil
 	}
 	kv.Status.Phase = v1.KubeVirtPhaseDeleted
 	r.event(kv, "Deleted", "Uninstall", "Every object the operator created is deleted")
@@ -63,12 +75,57 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reco
 	return reconcile.Result{}, r.removeFinalizer(ctx, kv)
 }
 
+// blockedSince is when the uninstall was first held (its condition's
+// transition), else now.
+func blockedSince(kv *v1.KubeVirt, now time.Time) time.Time {
+	if c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionSynchronized); c != nil && c.Reason == ReasonDeletionBlocked {
+		return c.LastTransitionTime.Time
+	}
+	return now
+}
+
+// uninstallScope is what an uninstall lists: the kinds and namespaces of the
+// strategies in force (the observed deployment's, and the target's of an
+// upgrade under way), and the monitoring namespaces of every cached strategy.
+// Without such a strategy (never installed, or its ConfigMap unreadable) every
+// kind a strategy can hold is looked for, still namespaced. Decoded strategies
+// are cached, so a poll costs no decode.
+func (r *Reconciler) uninstallScope(ctx context.Context, kv *v1.KubeVirt) (apply.Scope, error) {
+	cms, _, err := r.listStrategyObjects(ctx)
+	if err != nil {
+		return apply.Scope{}, err
+	}
+	var inForce []*strategy.Strategy
+	complete := true
+	for _, id := range []string{kv.Status.ObservedDeploymentID, kv.Status.TargetDeploymentID} {
+		cm := strategy.FindForID(cms, id)
+		if id == "" || cm == nil {
+			continue
+		}
+		s, err := r.decode(cm)
+		if err != nil {
+			complete = false
+			continue
+		}
+		inForce = append(inForce, s)
+	}
+	scope := managedScope(r.Namespace, cms, inForce...)
+	if complete && len(inForce) > 0 {
+		scope.Kinds = apply.StrategyKinds(inForce...)
+	}
+	return scope, nil
+}
+
 // deleteEverything deletes what the operator manages, in upstream's order:
 // the CRDs first, waiting until they are gone (their instances are cleaned up
 // while the components still run), then everything else in one pass. It
 // returns what is still there.
-func (r *Reconciler) deleteEverything(ctx context.Context) ([]client.Object, error) {
-	live, err := apply.ListManaged(ctx, r.APIReaderOrClient(), nil)
+func (r *Reconciler) deleteEverything(ctx context.Context, kv *v1.KubeVirt) ([]client.Object, error) {
+	scope, err := r.uninstallScope(ctx, kv)
+	if err != nil {
+		return nil, err
+	}
+	live, err := apply.ListManaged(ctx, r.APIReaderOrClient(), scope)
 	if err != nil {
 		return nil, err
 	}

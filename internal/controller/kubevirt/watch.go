@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,6 +42,20 @@ func WatchedKinds() []client.Object {
 	}
 }
 
+// ManagedClusterKinds are the cluster-scoped kinds of a strategy the operator
+// reads through its cache; the cache holds only the managed ones (CRDs as
+// metadata).
+func ManagedClusterKinds() []client.Object {
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return []client.Object{
+		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}, crd,
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
+		&apiregistrationv1.APIService{},
+	}
+}
+
 // CachedNamespacedKinds are the namespaced kinds the cache holds only for the
 // operator's namespace, so the operator's memory does not grow with the
 // cluster's Secrets and ConfigMaps.
@@ -54,9 +69,7 @@ func CachedNamespacedKinds() []client.Object {
 
 func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 	toActive := handler.EnqueueRequestsFromMapFunc(r.activeRequest)
-	managed := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return metadata.IsManaged(o) || isStrategyObject(o)
-	}))
+	managed := builder.WithPredicates(predicate.NewPredicateFuncs(managedOrStrategy))
 	for _, kind := range WatchedKinds() {
 		h := toActive
 		switch kind.(type) {
@@ -77,11 +90,19 @@ func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 	// virt-handler's pods: the canary widens once its pod is Ready and fails
 	// once it restarts, within rolloutEventWindow, not at the next resync.
 	// The preflight's pre-pull pods too: a pull error holds the upgrade at once.
-	b = b.Watches(&corev1.Pod{}, coalesce.Handler(rolloutEventWindow, r.activeRequest), builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-		app := o.GetLabels()[metadata.AppLabel]
-		return app == "virt-handler" || app == preflight.PrepullValue
-	})))
+	b = b.Watches(&corev1.Pod{}, coalesce.Handler(rolloutEventWindow, r.activeRequest), builder.WithPredicates(predicate.NewPredicateFuncs(rolloutPod)))
 	return b
+}
+
+// managedOrStrategy passes the operator's objects and its strategy ConfigMaps
+// and Jobs: a change to anything else in the operator's namespace (or to an
+// unmanaged cluster-scoped object) costs no reconcile.
+func managedOrStrategy(o client.Object) bool { return metadata.IsManaged(o) || isStrategyObject(o) }
+
+// rolloutPod passes virt-handler's pods and the preflight's pre-pull pods.
+func rolloutPod(o client.Object) bool {
+	app := o.GetLabels()[metadata.AppLabel]
+	return app == "virt-handler" || app == preflight.PrepullValue
 }
 
 // monitorAccounts are the ServiceAccounts (namespace/name) whose appearance

@@ -25,7 +25,7 @@ import (
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // It reads a VMI's launcher pods (in the VMI's namespace) before evicting them.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list

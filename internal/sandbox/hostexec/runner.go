@@ -40,6 +40,10 @@ type Options struct {
 	Selectors []string
 	// Kubeconfig is exported as KUBECONFIG to every process.
 	Kubeconfig string
+	// PodCredentials: each pod's processes get a kubeconfig of their own (in the
+	// pod's work directory), Kubeconfig's server with a token of the pod's
+	// ServiceAccount, so they run with exactly that account's RBAC, as in a pod.
+	PodCredentials bool
 	// LogDir receives one log per pod, LogFileName(namespace, pod), holding the
 	// processes' stdout and stderr.
 	LogDir string
@@ -320,6 +324,13 @@ func (r *Runner) commands(ctx context.Context, pod *corev1.Pod) ([]command, erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	kubeconfig := r.o.Kubeconfig
+	if r.o.PodCredentials && kubeconfig != "" {
+		var err error
+		if kubeconfig, err = r.podKubeconfig(ctx, pod, dir); err != nil {
+			return nil, err
+		}
+	}
 	src := r.envSource(ctx, pod.Namespace)
 	var cmds []command
 	for i := range pod.Spec.Containers {
@@ -334,12 +345,12 @@ func (r *Runner) commands(ctx context.Context, pod *corev1.Pod) ([]command, erro
 		}
 		argv := Argv(c, program, vars)
 		if mapped {
-			argv = append(argv, "--kubeconfig="+r.o.Kubeconfig)
+			argv = append(argv, "--kubeconfig="+kubeconfig)
 		}
 		cmds = append(cmds, command{
 			container: c.Name,
 			argv:      argv,
-			env:       ProcessEnv(pod.Name, dir, r.o.Kubeconfig, cenv),
+			env:       ProcessEnv(pod.Name, dir, kubeconfig, cenv),
 			dir:       dir,
 		})
 	}

@@ -2,26 +2,23 @@ package sandboxtest
 
 import (
 	"context"
-	"io"
-	"os"
-	"path/filepath"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/virt-operator/virt-operator/config/manager"
+	"github.com/virt-operator/virt-operator/config/rbac"
 )
 
 // InstallOperatorManifests creates what `kubectl apply -k config/default` gives a
 // cluster besides the operator's Deployment: its namespace, its ServiceAccount and
-// RBAC (config/rbac) and the components' PriorityClass.
+// RBAC (config/rbac, with the install-strategy Job's account) and the
+// components' PriorityClass.
 func InstallOperatorManifests(t testing.TB, c client.Client, namespace string) {
 	t.Helper()
 	pc, err := manager.PriorityClass()
@@ -29,25 +26,12 @@ func InstallOperatorManifests(t testing.TB, c client.Client, namespace string) {
 		t.Fatal(err)
 	}
 	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, pc}
-	dir := filepath.Join(RepoRoot(), "config", "rbac")
-	for _, file := range []string{"service_account.yaml", "role.yaml", "role_binding.yaml", "cluster_role_binding.yaml"} {
-		f, err := os.Open(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err == io.EOF {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			if len(u.Object) > 0 {
-				objs = append(objs, u)
-			}
-		}
-		_ = f.Close()
+	rbacObjs, err := rbac.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rbacObjs {
+		objs = append(objs, o)
 	}
 	for _, obj := range objs {
 		if err := c.Create(context.Background(), obj); err != nil {

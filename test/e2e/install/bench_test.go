@@ -62,23 +62,7 @@ func benchLifecycleOnce(b *testing.B) {
 }
 
 // peakRSSMiB is the process' VmHWM (its peak resident set).
-func peakRSSMiB(b *testing.B, pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return float64(kb) / 1024
-		}
-	}
-	b.Fatal("no VmHWM in /proc status")
-	return 0
-}
+func peakRSSMiB(b *testing.B, pid int) float64 { return procStatusMiB(b, pid, "VmHWM") }
 
 // BenchmarkHandlerCanary200 compares, on a 200-node sandbox, the operator's
 // whole upgrade (imageTag change → observed == target, canary bake included)

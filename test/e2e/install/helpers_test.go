@@ -3,7 +3,9 @@ package install_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -58,6 +60,7 @@ type env struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan error
+	audit  string // the API server's audit log, if it keeps one
 }
 
 func startEnv(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *env {
@@ -72,7 +75,20 @@ func startEnv(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *env {
 // ServiceAccount, for tests that run the operator themselves.
 func startEnvWithoutOperator(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *env {
 	t.Helper()
-	sb := sandboxtest.Start(t, nodes, append(opts, sandboxtest.WithHostExec(t))...)
+	// Every test's sandbox keeps an audit log: the operator's requests in it feed
+	// the RBAC check (rbac_test.go). Benchmarks keep one only if they ask.
+	var audit string
+	_, bench := t.(*testing.B)
+	withAudit := func(o *sandbox.Options) {
+		if o.AuditLog == "" && !bench {
+			o.AuditLog = filepath.Join(t.TempDir(), "audit.log")
+		}
+		audit = o.AuditLog
+	}
+	sb := sandboxtest.Start(t, nodes, append(opts, sandboxtest.WithHostExec(t), withAudit)...)
+	if !bench {
+		t.Cleanup(func() { recordOperatorRequests(t, audit) })
+	}
 	scheme, err := operator.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +97,7 @@ func startEnvWithoutOperator(t testing.TB, nodes int, opts ...func(*sandbox.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, sb: sb, c: c}
+	e := &env{t: t, sb: sb, c: c, audit: audit}
 	sandboxtest.InstallOperatorManifests(t, c, namespace)
 	return e
 }
@@ -253,7 +269,7 @@ func (e *env) loadStrategy(id string) *strategy.Strategy {
 // managedObjects lists what still carries the operator's managed-by label.
 func (e *env) managedObjects() []string {
 	e.t.Helper()
-	objs, err := apply.ListManaged(context.Background(), e.c, nil)
+	objs, err := apply.ListManaged(context.Background(), e.c, apply.Scope{}) // every namespace
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -276,4 +292,15 @@ func (e *env) daemonSet(name string) *appsv1.DaemonSet {
 func (e *env) tryDaemonSet(ctx context.Context, name string) (*appsv1.DaemonSet, error) {
 	ds := &appsv1.DaemonSet{}
 	return ds, e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ds)
+}
+
+// freeLocalAddr is a loopback address whose port was free just now.
+func freeLocalAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -2,29 +2,39 @@ package install_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/config/prometheus"
 	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/operator"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
 // Upstream decides once whether monitoring exists and freezes the answer in the
 // strategy; ours notices Prometheus arriving later and adds the ServiceMonitor
-// and PrometheusRule without restarting any component.
+// and PrometheusRule without restarting any component. Prometheus' account
+// then reads the operator's authenticated metrics through config/prometheus's
+// binding.
 func TestMonitoringArrivingLaterHealsTheStrategy(t *testing.T) {
-	e := startEnv(t, 3)
+	e := startEnvWithoutOperator(t, 3)
+	metricsAddr := freeLocalAddr(t)
+	e.startOperator(func(o *operator.Options) { o.MetricsAddr = metricsAddr })
+	t.Cleanup(e.stopOperator)
 	ctx := context.Background()
 	e.createKubeVirt(v1.KubeVirtSpec{})
 	kv := e.waitAvailable(2 * time.Minute)
@@ -71,6 +81,56 @@ func TestMonitoringArrivingLaterHealsTheStrategy(t *testing.T) {
 	}
 	if after := e.podUIDs(map[string]string{metadata.AppLabel: "virt-handler"}); !sameKeys(handler, after) {
 		t.Fatalf("virt-handler pods restarted: %v → %v", handler, after)
+	}
+	e.scrapeAsPrometheus("https://" + metricsAddr + "/metrics")
+
+	// The uninstall removes the monitoring objects too, the ServiceMonitor from
+	// the monitoring namespace.
+	if err := e.c.Delete(ctx, e.kubeVirt()); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the KubeVirt CR gone", 2*time.Minute, func() (bool, error) {
+		err := e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "kubevirt"}, &v1.KubeVirt{})
+		return client.IgnoreNotFound(err) == nil && err != nil, nil
+	})
+	sms := &monitoringv1.ServiceMonitorList{}
+	rules := &monitoringv1.PrometheusRuleList{}
+	if err := e.c.List(ctx, sms, client.InNamespace("monitoring")); err != nil || len(sms.Items) != 0 {
+		t.Errorf("after the uninstall: %d ServiceMonitors in monitoring (%v)", len(sms.Items), err)
+	}
+	if err := e.c.List(ctx, rules, client.InNamespace(namespace)); err != nil || len(rules.Items) != 0 {
+		t.Errorf("after the uninstall: %d PrometheusRules (%v)", len(rules.Items), err)
+	}
+}
+
+// scrapeAsPrometheus applies config/prometheus's reader binding and reads the
+// operator's metrics with a token of Prometheus' account, which the operator has
+// the API server authenticate and authorize; without the token it answers 401.
+func (e *env) scrapeAsPrometheus(url string) {
+	e.t.Helper()
+	var crb rbacv1.ClusterRoleBinding
+	for _, doc := range strings.Split(string(prometheus.Monitor), "\n---\n") {
+		if strings.Contains(doc, "kind: ClusterRoleBinding") {
+			if err := yaml.UnmarshalStrict([]byte(doc), &crb); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+	if err := e.c.Create(context.Background(), &crb); err != nil {
+		e.t.Fatalf("config/prometheus's binding: %v", err)
+	}
+	if code, _ := sandboxtest.Scrape(url, ""); code != http.StatusUnauthorized {
+		e.t.Errorf("metrics without a token: %d, want 401", code)
+	}
+	token := sandboxtest.Token(e.t, e.c, "monitoring", "prometheus-k8s")
+	var body string
+	e.eventually("Prometheus' account reads the metrics", 30*time.Second, func() (bool, error) {
+		var code int
+		code, body = sandboxtest.Scrape(url, token)
+		return code == http.StatusOK, nil
+	})
+	if !strings.Contains(body, "kubevirt_virt_operator_ready_status") {
+		e.t.Errorf("the metrics lack kubevirt_virt_operator_ready_status: %.300s", body)
 	}
 }
 
