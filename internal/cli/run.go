@@ -43,6 +43,7 @@ func NewRunCommand() *cobra.Command {
 				opts.Namespace = DefaultNamespace()
 			}
 			opts.DisableWorkloadUpdates = !workloads
+			operator.TuneGC()
 			return operator.Run(ctrl.SetupSignalHandler(), cfg, opts)
 		},
 	}

@@ -1,0 +1,309 @@
+package install_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/rollout"
+	"github.com/virt-operator/virt-operator/internal/sandbox"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
+	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
+)
+
+// The scale scenario's size and rest: SCALE_NODES, SCALE_VMS and SCALE_REST
+// override them (a quick trial run); `make bench` runs the full scenario.
+func scaleSize(b *testing.B) (nodes, vms int, rest time.Duration) {
+	nodes, vms, rest = 1000, 10000, 10*time.Minute
+	if s := os.Getenv("SCALE_REST"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			b.Fatalf("SCALE_REST=%q: %v", s, err)
+		}
+		rest = d
+	}
+	for env, v := range map[string]*int{"SCALE_NODES": &nodes, "SCALE_VMS": &vms} {
+		if s := os.Getenv(env); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				b.Fatalf("%s=%q: want a positive count", env, s)
+			}
+			*v = n
+		}
+	}
+	return nodes, vms, rest
+}
+
+// Each simulated migration takes scaleMigration; the drain's bound is the
+// busiest node's VMI count times it (one migration out of a node at a time).
+const scaleMigration = 15 * time.Second
+
+// phase is one measured step of the scale scenario.
+type phase struct {
+	name            string
+	took            time.Duration
+	cpu             float64        // operator CPU seconds
+	rssMiB, peakMiB float64        // at the phase's end
+	requests        map[string]int // operator API requests by verb
+}
+
+// BenchmarkScale1000 runs KubeVirt's lifecycle on 1000 kwok nodes with 10,000
+// simulated VMIs, the operator as its own process under its ServiceAccount (the
+// audit log holds only its requests): install; the VMs created; virt-handler's
+// own pod template rolled out as a plain DaemonSet at the fast step's 10% (the
+// floor); the upgrade to v1.9.0 (canary, bake, fast step); the workload drain
+// against its bound; ten minutes at rest; the uninstall (RemoveWorkloads). Per
+// phase: wall time, the operator's CPU seconds, resident and peak memory, and its
+// API requests by verb. With BENCH_REPORT_DIR set it writes scale.md there for
+// BENCHMARKS.md.
+func BenchmarkScale1000(b *testing.B) {
+	nodes, vms, rest := scaleSize(b)
+	for range b.N {
+		runScale(b, nodes, vms, rest)
+	}
+}
+
+func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
+	e := startEnvWithoutOperator(b, nodes, sandboxtest.WithMigrationDuration(scaleMigration), func(o *sandbox.Options) {
+		o.AuditLog = filepath.Join(b.TempDir(), "audit.log")
+		o.AuditUsers = []string{operatorUser}
+	})
+	kubeconfig := filepath.Join(b.TempDir(), "operator.kubeconfig")
+	if err := e.sb.WriteKubeconfig(kubeconfig, sandboxtest.Token(b, e.c, namespace, "virt-operator")); err != nil {
+		b.Fatal(err)
+	}
+	p := &operatorProcess{t: b, kubeconfig: kubeconfig}
+	p.start()
+	defer p.kill()
+	m := &scaleMeter{b: b, pid: p.cmd.Process.Pid, audit: e.audit}
+	ctx := context.Background()
+
+	m.begin()
+	e.createKubeVirt(v1.KubeVirtSpec{
+		ImageTag:          "v1.8.4",
+		UninstallStrategy: v1.UninstallStrategyRemoveWorkloads,
+		WorkloadUpdates:   &v1.WorkloadUpdatePolicy{Methods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}},
+	})
+	first := e.waitAvailable(10 * time.Minute)
+	m.end("install")
+
+	m.begin()
+	vc, err := vmsim.NewClient(e.sb.RESTConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	names, err := vmsim.CreateVMs(cctx, vc, vmsim.CreateOptions{Namespace: vmNamespace, Count: vms, Workers: 32})
+	if err == nil {
+		err = vmsim.WaitRunning(cctx, vc, vmNamespace, names, launcherImage(first))
+	}
+	cancel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.eventually("every VMI counted up to date", 5*time.Minute, func() (bool, error) { return outdated(e.kubeVirt()) == 0, nil })
+	m.end(fmt.Sprintf("%d VMs created and Running", vms))
+
+	m.begin()
+	floor := e.handlerTemplateUpdate(b)
+	m.end("floor: virt-handler's template as a plain DaemonSet (not the operator)")
+
+	migs := e.followMigrations()
+	nodeOf, busiest := e.vmiNodes()
+	migs.setNodes(nodeOf)
+	m.begin()
+	start := time.Now()
+	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
+	var upgraded time.Time
+	e.eventually("observed == target", 20*time.Minute, func() (bool, error) {
+		kv := e.kubeVirt()
+		upgraded = time.Now()
+		return kv.Status.ObservedDeploymentID != first.Status.ObservedDeploymentID && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
+	})
+	upgrade := upgraded.Sub(start)
+	m.end("upgrade to v1.9.0 (canary, bake, fast step)")
+
+	m.begin()
+	e.eventually("every VMI moved", 30*time.Minute, func() (bool, error) { return outdated(e.kubeVirt()) == 0, nil })
+	drain := time.Since(upgraded)
+	m.end(fmt.Sprintf("workload drain of %d VMIs", vms))
+
+	m.begin()
+	time.Sleep(restFor)
+	m.end(fmt.Sprintf("at rest (%s)", restFor))
+
+	m.begin()
+	if err := e.c.Delete(ctx, e.kubeVirt()); err != nil {
+		b.Fatal(err)
+	}
+	e.eventually("the CR gone", 20*time.Minute, func() (bool, error) {
+		err := e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "kubevirt"}, &v1.KubeVirt{})
+		return err != nil && client.IgnoreNotFound(err) == nil, nil
+	})
+	m.end("uninstall (RemoveWorkloads)")
+
+	bake := rollout.DefaultBakeTime
+	bound := time.Duration(busiest) * scaleMigration
+	rest := m.phases[len(m.phases)-2]
+	b.ReportMetric(m.phases[0].took.Seconds(), "install-s")
+	b.ReportMetric(upgrade.Seconds(), "upgrade-s")
+	b.ReportMetric(floor.Seconds(), "floor-s")
+	b.ReportMetric((upgrade-bake).Seconds()/floor.Seconds(), "upgrade-less-bake-ratio")
+	b.ReportMetric(drain.Seconds(), "drain-s")
+	b.ReportMetric(bound.Seconds(), "drain-bound-s")
+	b.ReportMetric(drain.Seconds()/bound.Seconds(), "drain-ratio")
+	b.ReportMetric(float64(migs.maxParallel), "max-parallel")
+	b.ReportMetric(float64(migs.perNodeMax()), "max-per-node")
+	b.ReportMetric(m.phases[len(m.phases)-1].took.Seconds(), "uninstall-s")
+	b.ReportMetric(rest.rssMiB, "settled-rss-MiB")
+	b.ReportMetric(rest.peakMiB, "peak-rss-MiB")
+	b.ReportMetric(float64(writes(rest.requests)), "writes-at-rest")
+	m.report(nodes, vms, upgrade, floor, bake, drain, bound, busiest)
+}
+
+// scaleMeter measures the operator process per phase.
+type scaleMeter struct {
+	b        *testing.B
+	pid      int
+	audit    string
+	phases   []phase
+	start    time.Time
+	cpu      float64
+	auditPos int64
+}
+
+func (m *scaleMeter) begin() {
+	m.start = time.Now()
+	m.cpu = cpuSeconds(m.b, m.pid)
+	m.auditPos = fileSizeOrZero(m.audit)
+}
+
+func (m *scaleMeter) end(name string) {
+	p := phase{name: name, took: time.Since(m.start), cpu: cpuSeconds(m.b, m.pid) - m.cpu,
+		rssMiB: procStatusMiB(m.b, m.pid, "VmRSS"), peakMiB: procStatusMiB(m.b, m.pid, "VmHWM"),
+		requests: requestsByVerb(m.b, m.audit, m.auditPos)}
+	m.phases = append(m.phases, p)
+	m.b.Logf("%s: %s, operator CPU %.1f s, RSS %.0f MiB (peak %.0f), requests %v", name, p.took.Round(100*time.Millisecond), p.cpu, p.rssMiB, p.peakMiB, p.requests)
+}
+
+// report writes scale.md into $BENCH_REPORT_DIR.
+func (m *scaleMeter) report(nodes, vms int, upgrade, floor, bake, drain, bound time.Duration, busiest int) {
+	dir := os.Getenv("BENCH_REPORT_DIR")
+	if dir == "" {
+		return
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "### %d nodes, %d VMIs (BenchmarkScale1000)\n\n", nodes, vms)
+	fmt.Fprintf(&s, "| Phase | Wall | Operator CPU | RSS at end | Peak RSS | Operator API requests |\n|---|---|---|---|---|---|\n")
+	for _, p := range m.phases {
+		fmt.Fprintf(&s, "| %s | %s | %.1f s | %.0f MiB | %.0f MiB | %s |\n", p.name, p.took.Round(100*time.Millisecond), p.cpu, p.rssMiB, p.peakMiB, verbs(p.requests))
+	}
+	fmt.Fprintf(&s, "\nUpgrade %s less the %s bake against the floor %s: **%.2f×**. Drain %s against its bound %s (busiest node %d VMIs × %s): **%.2f×**.\n",
+		upgrade.Round(100*time.Millisecond), bake, floor.Round(100*time.Millisecond), (upgrade-bake).Seconds()/floor.Seconds(),
+		drain.Round(100*time.Millisecond), bound, busiest, scaleMigration, drain.Seconds()/bound.Seconds())
+	if err := os.WriteFile(filepath.Join(dir, "scale.md"), []byte(s.String()), 0o644); err != nil {
+		m.b.Fatal(err)
+	}
+}
+
+func verbs(counts map[string]int) string {
+	if len(counts) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writes counts the write requests, leases aside (leader election renews them).
+func writes(counts map[string]int) int {
+	n := 0
+	for k, v := range counts {
+		verb, resource, _ := strings.Cut(k, " ")
+		if writeVerbs[verb] && resource != "leases" {
+			n += v
+		}
+	}
+	return n
+}
+
+// requestsByVerb counts the operator's requests in the audit log after offset,
+// by "verb resource" for leases (the renewals at rest) and by verb otherwise.
+func requestsByVerb(b *testing.B, path string, offset int64) map[string]int {
+	out := map[string]int{}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, 0); err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev struct {
+			Verb string `json:"verb"`
+			User struct {
+				Username string `json:"username"`
+			} `json:"user"`
+			ObjectRef struct {
+				Resource string `json:"resource"`
+			} `json:"objectRef"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.User.Username != operatorUser {
+			continue
+		}
+		key := ev.Verb
+		if ev.ObjectRef.Resource == "leases" {
+			key += " leases"
+		}
+		out[key]++
+	}
+	return out
+}
+
+func fileSizeOrZero(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// procStatusMiB is a /proc/PID/status memory field (VmRSS, VmHWM) in MiB.
+func procStatusMiB(b *testing.B, pid int, field string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
