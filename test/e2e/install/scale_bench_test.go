@@ -47,7 +47,7 @@ func scaleSize(b *testing.B) (nodes, vms int, rest time.Duration) {
 
 // Each simulated migration takes scaleMigration; the drain's bound is the
 // busiest node's VMI count times it (one migration out of a node at a time).
-const scaleMigration = 15 * time.Second
+const scaleMigration = 10 * time.Second
 
 // phase is one measured step of the scale scenario.
 type phase struct {
