@@ -69,8 +69,10 @@ test-unit:
 test-integration: cluster-bins
 	go test $(GO_TEST_FLAGS) -timeout 20m ./test/integration/...
 
+# Two packages at a time: the install package is the long pole (about 12 minutes)
+# and the others (about 6 minutes in all) run beside it, each on its own sandbox.
 test-e2e: cluster-bins build
-	go test $(GO_TEST_FLAGS) -timeout 40m -p 1 ./test/e2e/...
+	go test $(GO_TEST_FLAGS) -timeout 40m -p 2 ./test/e2e/...
 
 test: verify-generate vet lint test-unit test-integration test-e2e
 

@@ -17,14 +17,16 @@ import (
 	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
-// A blocked or unfinished uninstall looks again after the time it has waited
-// so far, from uninstallPollMin up to a maximum: a held uninstall a day old
-// costs two list calls of one item each per blockedPollMax, not per second.
-// Deletions of the objects it waits for are watched, so finishing is not late.
+// A held uninstall looks again after the time it has been held so far, from
+// uninstallPollMin up to blockedPollMax: one a day old costs four lists of one
+// item each per blockedPollMax, not per second (the VMIs it waits for are not
+// watched by this controller). A deletion under way looks again every
+// uninstallPollMin: it lasts seconds, lists only the strategy's kinds where the
+// strategy wrote them, and not every object it waits for sends an event (the
+// ServiceAccounts are not watched).
 const (
 	uninstallPollMin = time.Second
 	blockedPollMax   = 30 * time.Second
-	deletingPollMax  = 10 * time.Second
 )
 
 // uninstallPoll is when to look again, having waited since since.
@@ -66,7 +68,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reco
 	}
 	if len(remaining) > 0 {
 		kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateDeleting, Message: describeRemaining(remaining)}, r.now())
-		return reconcile.Result{RequeueAfter: uninstallPoll(kv.DeletionTimestamp.Time, r.Clock.Now(), deletingPollMax)}, nil
+		return reconcile.Result{RequeueAfter: uninstallPollMin}, nil
 	}
 	kv.Status.Phase = v1.KubeVirtPhaseDeleted
 	r.event(kv, "Deleted", "Uninstall", "Every object the operator created is deleted")
