@@ -90,8 +90,8 @@ func blockedSince(kv *v1.KubeVirt, now time.Time) time.Time {
 // strategies in force (the observed deployment's, and the target's of an
 // upgrade under way), and the monitoring namespaces of every cached strategy.
 // Without such a strategy (never installed, or its ConfigMap unreadable) every
-// kind a strategy can hold is looked for, still namespaced. Decoded strategies
-// are cached, so a poll costs no decode.
+// kind a strategy can hold is looked for, still namespaced. The last decoded
+// strategy is cached, so with one strategy in force a poll costs no decode.
 func (r *Reconciler) uninstallScope(ctx context.Context, kv *v1.KubeVirt) (apply.Scope, error) {
 	cms, _, err := r.listStrategyObjects(ctx)
 	if err != nil {

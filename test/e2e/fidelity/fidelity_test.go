@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/config/rbac"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
@@ -114,15 +115,10 @@ func TestBuiltinMatchesUpstream(t *testing.T) {
 	}
 	s := sandboxtest.Start(t, 1, sandboxtest.WithHostExec(t), func(o *sandbox.Options) { o.HostExecImages = programs })
 	c := newClient(t, s)
-	ctx := t.Context()
-	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "virt-operator", Namespace: namespace}},
-	} {
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The namespace and config/rbac: upstream's dump runs under the Job's own
+	// ServiceAccount, with exactly its RBAC (the Job runner gives each pod's
+	// processes a token of the pod's account).
+	sandboxtest.InstallOperatorManifests(t, c, namespace)
 	var summary []string
 	for _, release := range releases {
 		for _, fc := range configs(release) {
@@ -187,7 +183,7 @@ func dump(t *testing.T, c client.Client, cfg *deployid.Config, image string) *st
 	ctx := t.Context()
 	withImage := cfg.DeepCopy()
 	withImage.VirtOperatorImage = image
-	job := kubevirt.StrategyJob(withImage, "virt-operator", 0)
+	job := kubevirt.StrategyJob(withImage, rbac.StrategyDumperServiceAccount, 0)
 	if err := c.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
