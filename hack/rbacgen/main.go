@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/strategy"
@@ -126,12 +127,12 @@ func render(version string, allOptional bool) (*strategy.Strategy, error) {
 
 func (r *refs) add(s *strategy.Strategy) error {
 	for _, o := range s.Objects() {
-		ns := o.GetNamespace()
-		if ns == monitorNamespace && o.GetObjectKind().GroupVersionKind().Kind != "ServiceMonitor" {
-			return fmt.Errorf("%s %s is in the monitoring namespace, which no static Role can name", o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+		ns, kind := o.GetNamespace(), apply.RefOf(o).Kind // by type: objects built in Go carry no TypeMeta
+		if ns == monitorNamespace && kind != "ServiceMonitor" {
+			return fmt.Errorf("%s %s is in the monitoring namespace, which no static Role can name", kind, o.GetName())
 		}
 		if ns != "" && ns != installNamespace && ns != monitorNamespace {
-			r.foreign.add(ns, strings.ToLower(o.GetObjectKind().GroupVersionKind().Kind)+"s")
+			r.foreign.add(ns, strings.ToLower(kind)+"s")
 		}
 	}
 	for _, cr := range s.ClusterRoles {

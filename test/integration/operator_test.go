@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/operator"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 )
 
 // With leader election on, the operator takes the lease and marks a new
@@ -27,7 +27,7 @@ func TestOperatorMarksNewKubeVirtDeploying(t *testing.T) {
 	ns := createNamespace(t, ctx, "operator")
 	other := createNamespace(t, ctx, "elsewhere")
 
-	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, healthAddr := sandboxtest.FreeAddr(t), sandboxtest.FreeAddr(t)
 	done := make(chan error, 1)
 	go func() {
 		done <- operator.Run(ctx, restConfig, operator.Options{
@@ -87,16 +87,6 @@ func TestOperatorMarksNewKubeVirtDeploying(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the ignored KubeVirt has no condition saying so: %+v", foreign.Status.Conditions)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func httpGet(t *testing.T, url string) string {

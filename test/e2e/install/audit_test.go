@@ -14,18 +14,24 @@ import (
 type auditEvent struct {
 	Verb      string `json:"verb"`
 	UserAgent string `json:"userAgent"`
+	User      struct {
+		Username string `json:"username"`
+	} `json:"user"`
 	ObjectRef struct {
-		Resource  string `json:"resource"`
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
+		APIGroup    string `json:"apiGroup"`
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 }
 
-var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
-
-// operatorWrites lists the operator's write requests in the audit log after
-// byte offset, except its leader-election lease renewals.
-func operatorWrites(t *testing.T, path string, offset int64) []string {
+// readAudit calls each with every event of the audit log at path after byte
+// offset; lines that are not events are skipped.
+func readAudit(t testing.TB, path string, offset int64, each func(auditEvent)) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -35,25 +41,41 @@ func operatorWrites(t *testing.T, path string, offset int64) []string {
 	if _, err := f.Seek(offset, 0); err != nil {
 		t.Fatal(err)
 	}
-	var out []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var ev auditEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			each(ev)
 		}
-		if ev.UserAgent != operator.UserAgent || !writeVerbs[ev.Verb] || ev.ObjectRef.Resource == "leases" {
-			continue
-		}
-		out = append(out, strings.Join([]string{ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Namespace, ev.ObjectRef.Name}, " "))
 	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
+
+// operatorWrites lists the operator's write requests in the audit log after
+// byte offset, except its leader-election lease renewals.
+func operatorWrites(t *testing.T, path string, offset int64) []string {
+	t.Helper()
+	var out []string
+	readAudit(t, path, offset, func(ev auditEvent) {
+		if ev.UserAgent == operator.UserAgent && writeVerbs[ev.Verb] && ev.ObjectRef.Resource != "leases" {
+			out = append(out, strings.Join([]string{ev.Verb, ev.ObjectRef.Resource, ev.ObjectRef.Namespace, ev.ObjectRef.Name}, " "))
+		}
+	})
 	return out
 }
 
-func fileSize(t *testing.T, path string) int64 {
+// fileSize is the size of path, 0 while it does not exist yet.
+func fileSize(t testing.TB, path string) int64 {
 	t.Helper()
 	st, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package install_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -292,15 +291,4 @@ func (e *env) daemonSet(name string) *appsv1.DaemonSet {
 func (e *env) tryDaemonSet(ctx context.Context, name string) (*appsv1.DaemonSet, error) {
 	ds := &appsv1.DaemonSet{}
 	return ds, e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ds)
-}
-
-// freeLocalAddr is a loopback address whose port was free just now.
-func freeLocalAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -32,7 +32,7 @@ import (
 // binding.
 func TestMonitoringArrivingLaterHealsTheStrategy(t *testing.T) {
 	e := startEnvWithoutOperator(t, 3)
-	metricsAddr := freeLocalAddr(t)
+	metricsAddr := sandboxtest.FreeAddr(t)
 	e.startOperator(func(o *operator.Options) { o.MetricsAddr = metricsAddr })
 	t.Cleanup(e.stopOperator)
 	ctx := context.Background()

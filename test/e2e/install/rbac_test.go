@@ -1,8 +1,6 @@
 package install_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -39,32 +37,11 @@ var rbacUsage = struct {
 
 // recordOperatorRequests adds the operator's requests in the audit log at path.
 func recordOperatorRequests(t testing.TB, path string) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Errorf("audit log for the RBAC check: %v", err)
-		return
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	rbacUsage.Lock()
 	defer rbacUsage.Unlock()
-	for sc.Scan() {
-		var ev struct {
-			Verb string `json:"verb"`
-			User struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			ObjectRef struct {
-				APIGroup, Resource, Subresource, Namespace, Name string
-			} `json:"objectRef"`
-			ResponseStatus struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
-			Stage string `json:"stage"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.User.Username != operatorUser || ev.ObjectRef.Resource == "" {
-			continue
+	readAudit(t, path, 0, func(ev auditEvent) {
+		if ev.User.Username != operatorUser || ev.ObjectRef.Resource == "" {
+			return
 		}
 		res := ev.ObjectRef.Resource
 		if ev.ObjectRef.Subresource != "" {
@@ -73,7 +50,7 @@ func recordOperatorRequests(t testing.TB, path string) {
 		rbacUsage.requests[request{verb: ev.Verb, group: ev.ObjectRef.APIGroup, resource: res,
 			namespace: ev.ObjectRef.Namespace, name: ev.ObjectRef.Name,
 			created: ev.Verb == "patch" && ev.ResponseStatus.Code == 201}] = true
-	}
+	})
 }
 
 // grant is one verb on one resource (and name), cluster-wide or in a namespace.

@@ -1,9 +1,7 @@
 package install_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -186,7 +184,7 @@ type scaleMeter struct {
 func (m *scaleMeter) begin() {
 	m.start = time.Now()
 	m.cpu = cpuSeconds(m.b, m.pid)
-	m.auditPos = fileSizeOrZero(m.audit)
+	m.auditPos = fileSize(m.b, m.audit)
 }
 
 func (m *scaleMeter) end(name string) {
@@ -249,44 +247,17 @@ func writes(counts map[string]int) int {
 // by "verb resource" for leases (the renewals at rest) and by verb otherwise.
 func requestsByVerb(b *testing.B, path string, offset int64) map[string]int {
 	out := map[string]int{}
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, 0); err != nil {
-		b.Fatal(err)
-	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev struct {
-			Verb string `json:"verb"`
-			User struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			ObjectRef struct {
-				Resource string `json:"resource"`
-			} `json:"objectRef"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.User.Username != operatorUser {
-			continue
+	readAudit(b, path, offset, func(ev auditEvent) {
+		if ev.User.Username != operatorUser {
+			return
 		}
 		key := ev.Verb
 		if ev.ObjectRef.Resource == "leases" {
 			key += " leases"
 		}
 		out[key]++
-	}
+	})
 	return out
-}
-
-func fileSizeOrZero(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return st.Size()
 }
 
 // procStatusMiB is a /proc/PID/status memory field (VmRSS, VmHWM) in MiB.
