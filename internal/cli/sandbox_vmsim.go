@@ -67,6 +67,7 @@ func NewSandboxVMSimCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "the sandbox's kubeconfig")
 	f.DurationVar(&o.MigrationDuration, "migration-duration", vmsim.DefaultMigrationDuration, "how long each live migration takes")
 	f.StringVar(&o.LauncherImage, "launcher-image", vmsim.DefaultLauncherImage, "launcher image while no virt-controller Deployment names one")
+	f.BoolVar(&o.SkipTransitionalPhases, "skip-transitional-phases", false, "write only Running and the end of VMIs and migrations (fewer API writes at scale)")
 	f.IntVar(&o.Workers, "workers", vmsim.DefaultReconcilers, "concurrent reconciles per controller")
 	f.StringVar(&ready, "ready-file", "", "file written once the simulator's caches are synced")
 	f.BoolVar(&verbose, "verbose", false, "log every launcher pod created")

@@ -7,12 +7,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
 // cacheTransform drops, before an object enters the cache, what the operator
 // never reads: every object's managedFields (often the largest part of small
-// objects); a VMI's spec (the workload updater and the uninstall guard read only
-// metadata and status; a VMI's spec holds its whole domain); of a pod all but its
+// objects); of a VMI its spec (the workload updater and the uninstall guard read
+// only metadata and status; a VMI's spec holds its whole domain), the annotations
+// the updater does not read, and its conditions' reasons, messages and probe
+// times (the updater reads type and status); of a finished migration what the
+// backoff does not read (it reads the phase and when it failed), as finished
+// migrations pile up, one or more per VMI and upgrade; of a pod all but its
 // node and its containers' names and images (virt-handler's pods, one per node,
 // are read for the canary, the pre-pull pods for their pulls); of a node its
 // image list and volumes (the canary and the pre-pull read its labels,
@@ -26,7 +31,11 @@ func cacheTransform() toolscache.TransformFunc {
 		}
 		switch o := out.(type) {
 		case *v1.VirtualMachineInstance:
-			o.Spec = runtime.RawExtension{}
+			trimVMI(o)
+		case *v1.VirtualMachineInstanceMigration:
+			if workloadupdate.IsFinished(o) {
+				trimFinishedMigration(o)
+			}
 		case *corev1.Pod:
 			o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName, Containers: namesAndImages(o.Spec.Containers),
 				InitContainers: namesAndImages(o.Spec.InitContainers)}
@@ -35,6 +44,39 @@ func cacheTransform() toolscache.TransformFunc {
 		}
 		return out, nil
 	}
+}
+
+func trimVMI(vmi *v1.VirtualMachineInstance) {
+	vmi.Spec = runtime.RawExtension{}
+	var kept map[string]string
+	for _, k := range workloadupdate.VMIAnnotations {
+		if v, ok := vmi.Annotations[k]; ok {
+			if kept == nil {
+				kept = map[string]string{}
+			}
+			kept[k] = v
+		}
+	}
+	vmi.Annotations = kept
+	for i, c := range vmi.Status.Conditions {
+		vmi.Status.Conditions[i] = v1.VirtualMachineInstanceCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}
+	}
+}
+
+// trimFinishedMigration keeps of a Succeeded or Failed migration's status its
+// phase, its Failed transition and its migration state's outcome and end.
+func trimFinishedMigration(m *v1.VirtualMachineInstanceMigration) {
+	st := v1.VirtualMachineInstanceMigrationStatus{Phase: m.Status.Phase}
+	if s := m.Status.MigrationState; s != nil {
+		st.MigrationState = &v1.VirtualMachineInstanceMigrationState{EndTimestamp: s.EndTimestamp,
+			Completed: s.Completed, Failed: s.Failed, MigrationUID: s.MigrationUID}
+	}
+	for _, t := range m.Status.PhaseTransitionTimestamps {
+		if t.Phase == v1.MigrationFailed {
+			st.PhaseTransitionTimestamps = []v1.MigrationPhaseTransitionTimestamp{t}
+		}
+	}
+	m.Status = st
 }
 
 func namesAndImages(cs []corev1.Container) []corev1.Container {

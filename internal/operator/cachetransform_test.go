@@ -1,13 +1,16 @@
 package operator
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
 func TestCacheTransform(t *testing.T) {
@@ -62,5 +65,58 @@ func TestCacheTransform(t *testing.T) {
 	// A deletion tombstone passes through.
 	if _, err := transform("not an object"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCacheTransformTrimsVMIsAndFinishedMigrations(t *testing.T) {
+	transform := cacheTransform()
+	at := metav1.Now()
+	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm",
+		Labels: map[string]string{workloadupdate.ChoiceKey: "Evict", "app": "db"},
+		Annotations: map[string]string{workloadupdate.TestAbortionAnnotation: "", workloadupdate.ChoiceKey: "None",
+			"kubectl.kubernetes.io/last-applied-configuration": `{"spec":{}}`, "kubevirt.io/latest-observed-api-version": "v1"}},
+		Status: v1.VirtualMachineInstanceStatus{Conditions: []v1.VirtualMachineInstanceCondition{{Type: v1.VMIConditionLiveMigratable,
+			Status: corev1.ConditionFalse, Reason: "DisksNotLiveMigratable", Message: "a long explanation", LastTransitionTime: at, LastProbeTime: at}}}}
+	out, err := transform(vmi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*v1.VirtualMachineInstance)
+	wantAnnotations := map[string]string{workloadupdate.TestAbortionAnnotation: "", workloadupdate.ChoiceKey: "None"}
+	if !maps.Equal(got.Annotations, wantAnnotations) || len(got.Labels) != 2 {
+		t.Errorf("VMI labels %v annotations %v, want every label and only %v", got.Labels, got.Annotations, wantAnnotations)
+	}
+	wantCondition := v1.VirtualMachineInstanceCondition{Type: v1.VMIConditionLiveMigratable, Status: corev1.ConditionFalse, LastTransitionTime: at}
+	if len(got.Status.Conditions) != 1 || got.Status.Conditions[0] != wantCondition {
+		t.Errorf("VMI conditions %+v, want %+v", got.Status.Conditions, wantCondition)
+	}
+	if out, _ := transform(&v1.VirtualMachineInstance{}); out.(*v1.VirtualMachineInstance).Annotations != nil {
+		t.Error("a VMI without annotations got a map")
+	}
+
+	state := &v1.VirtualMachineInstanceMigrationState{StartTimestamp: &at, EndTimestamp: &at, SourceNode: "n1", TargetNode: "n2",
+		TargetPod: "virt-launcher-vm-x", Completed: true, Failed: true, MigrationUID: "m-uid"}
+	migration := func(phase v1.VirtualMachineInstanceMigrationPhase) *v1.VirtualMachineInstanceMigration {
+		return &v1.VirtualMachineInstanceMigration{
+			ObjectMeta: metav1.ObjectMeta{Name: "m", Annotations: map[string]string{workloadupdate.WorkloadUpdateMigrationAnnotation: ""}},
+			Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"},
+			Status: v1.VirtualMachineInstanceMigrationStatus{Phase: phase, MigrationState: state.DeepCopy(),
+				PhaseTransitionTimestamps: []v1.MigrationPhaseTransitionTimestamp{{Phase: v1.MigrationRunning, PhaseTransitionTimestamp: at},
+					{Phase: v1.MigrationFailed, PhaseTransitionTimestamp: at}}}}
+	}
+	out, err = transform(migration(v1.MigrationFailed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := out.(*v1.VirtualMachineInstanceMigration)
+	wantState := v1.VirtualMachineInstanceMigrationState{EndTimestamp: &at, Completed: true, Failed: true, MigrationUID: "m-uid"}
+	if !workloadupdate.IsWorkloadUpdate(failed) || failed.Spec.VMIName != "vm" || failed.Status.Phase != v1.MigrationFailed ||
+		!equality.Semantic.DeepEqual(*failed.Status.MigrationState, wantState) || len(failed.Status.PhaseTransitionTimestamps) != 1 ||
+		failed.Status.PhaseTransitionTimestamps[0].Phase != v1.MigrationFailed {
+		t.Errorf("finished migration after the transform: %+v", failed)
+	}
+	out, _ = transform(migration(v1.MigrationRunning))
+	if running := out.(*v1.VirtualMachineInstanceMigration); running.Status.MigrationState.SourceNode != "n1" || len(running.Status.PhaseTransitionTimestamps) != 2 {
+		t.Errorf("an unfinished migration was trimmed: %+v", running.Status)
 	}
 }

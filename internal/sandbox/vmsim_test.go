@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,24 @@ func TestVMSimStartsWithTheRunnerUnlessDisabled(t *testing.T) {
 	if want := "sandbox vmsim --kubeconfig=/sb/kubeconfig --ready-file=/sb/vmsim.ready --migration-duration=300ms"; args != want {
 		t.Errorf("args\n%s\nwant\n%s", args, want)
 	}
-	if args := vmSimArgs(l, vmSim{readyFile: "/sb/vmsim.ready"}); strings.Contains(strings.Join(args, " "), "duration") {
-		t.Errorf("default duration passed: %v", args)
+	if args := vmSimArgs(l, vmSim{readyFile: "/sb/vmsim.ready"}); strings.Contains(strings.Join(args, " "), "duration") || strings.Contains(strings.Join(args, " "), "skip") {
+		t.Errorf("defaults passed: %v", args)
+	}
+	o := Options{FewerVMWrites: true}
+	vs, err := newVMSim(t.TempDir(), o, hostExec{binary: "/sb/bin/virt-operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := vmSimArgs(l, vs); !slices.Contains(args, "--skip-transitional-phases") {
+		t.Errorf("FewerVMWrites: args %v lack --skip-transitional-phases", args)
+	}
+}
+
+func TestAPIServerEnv(t *testing.T) {
+	if env := apiserverEnv(Options{}); env != nil {
+		t.Errorf("default env %v, want none", env)
+	}
+	if env := apiserverEnv(Options{APIServerGOGC: 300}); !slices.Equal(env, []string{"GOGC=300"}) {
+		t.Errorf("env %v, want GOGC=300", env)
 	}
 }

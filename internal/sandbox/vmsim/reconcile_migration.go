@@ -21,7 +21,7 @@ func (s *simulator) reconcileMigration(ctx context.Context, req reconcile.Reques
 		}
 		return reconcile.Result{}, err
 	}
-	in := migrationInput{Migration: m, Duration: s.opts.MigrationDuration, Now: time.Now()}
+	in := migrationInput{Migration: m, Duration: s.opts.MigrationDuration, Now: time.Now(), SkipTransitional: s.opts.SkipTransitionalPhases}
 	vmi := &v1.VirtualMachineInstance{}
 	switch err := s.client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.VMIName}, vmi); {
 	case err == nil:

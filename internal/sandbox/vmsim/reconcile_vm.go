@@ -21,7 +21,7 @@ func (s *simulator) reconcileVM(ctx context.Context, req reconcile.Request) (rec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, vm); err != nil {
 		return reconcile.Result{}, err
 	}
-	in := vmInput{VM: vm}
+	in := vmInput{VM: vm, SkipTransitional: s.opts.SkipTransitionalPhases}
 	if running, found, err := unstructured.NestedBool(u.Object, "spec", "running"); err == nil && found {
 		in.Running = &running
 	}

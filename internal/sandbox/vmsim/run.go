@@ -35,6 +35,14 @@ type Options struct {
 	// LauncherImage is the launcher image while no virt-controller Deployment names
 	// one. Default DefaultLauncherImage.
 	LauncherImage string
+	// SkipTransitionalPhases writes fewer statuses, for clusters where the API
+	// server is the bottleneck (the scale benchmark): a VMI goes from no phase
+	// straight to Running once its launcher pod runs, a migration from no phase to
+	// Running once its target pod runs (with the VMI's migration state), then to
+	// its end; a VM's status is not written Starting or Stopping. Nothing the
+	// operator reads is left out: it counts unfinished migrations and Running
+	// VMIs, not the steps between, and never reads a VM's status.
+	SkipTransitionalPhases bool
 	// Workers is each controller's MaxConcurrentReconciles. Default DefaultReconcilers.
 	Workers int
 	// Log receives the simulator's messages; nil discards them.

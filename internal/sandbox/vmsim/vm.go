@@ -19,6 +19,9 @@ type vmInput struct {
 	VM      *v1.VirtualMachine
 	Running *bool
 	VMI     *v1.VirtualMachineInstance // the VMI named like the VM; nil if none
+	// SkipTransitional writes no Starting or Stopping status
+	// (Options.SkipTransitionalPhases): the VM shows its last settled one.
+	SkipTransitional bool
 }
 
 // vmPlan is what the VM controller does, in this order.
@@ -65,7 +68,8 @@ func planVM(in vmInput) (vmPlan, error) {
 		p.DeleteVMI = restart || strategy == v1.RunStrategyHalted
 	}
 	st := vmStatus(vm, vmi, strategy, p)
-	if !equality.Semantic.DeepEqual(&vm.Status, st) {
+	skipped := in.SkipTransitional && (st.PrintableStatus == "Starting" || st.PrintableStatus == "Stopping")
+	if !skipped && !equality.Semantic.DeepEqual(&vm.Status, st) {
 		p.Status = st
 	}
 	return p, nil

@@ -17,14 +17,16 @@ import (
 type operatorProcess struct {
 	t          testing.TB
 	kubeconfig string
+	args       []string // more flags for `run`
 	cmd        *exec.Cmd
 	exited     chan struct{}
 }
 
 func (p *operatorProcess) start() {
 	p.t.Helper()
-	p.cmd = exec.Command(sandboxtest.OperatorBinary(p.t), "run", "--kubeconfig", p.kubeconfig, "--namespace", namespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect")
+	args := append([]string{"run", "--kubeconfig", p.kubeconfig, "--namespace", namespace,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect"}, p.args...)
+	p.cmd = exec.Command(sandboxtest.OperatorBinary(p.t), args...)
 	p.cmd.Env = append(os.Environ(), "VIRT_OPERATOR_IMAGE="+operatorImage)
 	if path := os.Getenv("E2E_OPERATOR_LOG"); path != "" { // its logs, to read a timing afterwards
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -3,6 +3,8 @@ package install_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -76,15 +78,17 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	e := startEnvWithoutOperator(b, nodes, sandboxtest.WithMigrationDuration(scaleMigration), func(o *sandbox.Options) {
 		o.AuditLog = filepath.Join(b.TempDir(), "audit.log")
 		o.AuditUsers = []string{operatorUser}
+		o.FewerVMWrites, o.APIServerGOGC = true, 200
 	})
 	kubeconfig := filepath.Join(b.TempDir(), "operator.kubeconfig")
 	if err := e.sb.WriteKubeconfig(kubeconfig, sandboxtest.Token(b, e.c, namespace, "virt-operator")); err != nil {
 		b.Fatal(err)
 	}
-	p := &operatorProcess{t: b, kubeconfig: kubeconfig}
+	pprofAddr := sandboxtest.FreeAddr(b)
+	p := &operatorProcess{t: b, kubeconfig: kubeconfig, args: []string{"--pprof-bind-address", pprofAddr}}
 	p.start()
 	defer p.kill()
-	m := &scaleMeter{b: b, pid: p.cmd.Process.Pid, audit: e.audit}
+	m := &scaleMeter{b: b, pid: p.cmd.Process.Pid, audit: e.audit, pprof: pprofAddr}
 	ctx := context.Background()
 
 	m.begin()
@@ -131,15 +135,18 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	})
 	upgrade := upgraded.Sub(start)
 	m.end("upgrade to v1.9.0 (canary, bake, fast step)")
+	m.stages = deploymentStages(e.kubeVirt())
 
 	m.begin()
 	e.eventually("every VMI moved", 30*time.Minute, func() (bool, error) { return outdated(e.kubeVirt()) == 0, nil })
 	drain := time.Since(upgraded)
 	m.end(fmt.Sprintf("workload drain of %d VMIs", vms))
+	m.heapProfile("drained")
 
 	m.begin()
 	time.Sleep(restFor)
 	m.end(fmt.Sprintf("at rest (%s)", restFor))
+	m.heapProfile("rested")
 
 	m.begin()
 	if err := e.c.Delete(ctx, e.kubeVirt()); err != nil {
@@ -175,6 +182,8 @@ type scaleMeter struct {
 	b        *testing.B
 	pid      int
 	audit    string
+	pprof    string // the operator's /debug/pprof address
+	stages   string // the upgrade's stages, from the CR's history
 	phases   []phase
 	start    time.Time
 	cpu      float64
@@ -195,6 +204,36 @@ func (m *scaleMeter) end(name string) {
 	m.b.Logf("%s: %s, operator CPU %.1f s, RSS %.0f MiB (peak %.0f), requests %v", name, p.took.Round(100*time.Millisecond), p.cpu, p.rssMiB, p.peakMiB, p.requests)
 }
 
+// heapProfile saves the operator's heap profile in $BENCH_REPORT_DIR as
+// scale-heap-NAME.pprof (`go tool pprof -top` reads it) and as text with the
+// runtime's MemStats (scale-heap-NAME.txt: heap in use, idle, released, stacks),
+// which tell the RSS apart from the live heap.
+func (m *scaleMeter) heapProfile(name string) {
+	dir := os.Getenv("BENCH_REPORT_DIR")
+	if dir == "" {
+		return
+	}
+	for query, file := range map[string]string{"": "scale-heap-" + name + ".pprof", "?debug=1": "scale-heap-" + name + ".txt"} {
+		data := m.get("/debug/pprof/heap" + query)
+		if err := os.WriteFile(filepath.Join(dir, file), data, 0o644); err != nil {
+			m.b.Fatal(err)
+		}
+	}
+}
+
+func (m *scaleMeter) get(path string) []byte {
+	resp, err := http.Get("http://" + m.pprof + path)
+	if err != nil {
+		m.b.Fatalf("%s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		m.b.Fatalf("%s: %s %v", path, resp.Status, err)
+	}
+	return data
+}
+
 // report writes scale.md into $BENCH_REPORT_DIR.
 func (m *scaleMeter) report(nodes, vms int, upgrade, floor, bake, drain, bound time.Duration, busiest int) {
 	dir := os.Getenv("BENCH_REPORT_DIR")
@@ -210,9 +249,26 @@ func (m *scaleMeter) report(nodes, vms int, upgrade, floor, bake, drain, bound t
 	fmt.Fprintf(&s, "\nUpgrade %s less the %s bake against the floor %s: **%.2f×**. Drain %s against its bound %s (busiest node %d VMIs × %s): **%.2f×**.\n",
 		upgrade.Round(100*time.Millisecond), bake, floor.Round(100*time.Millisecond), (upgrade-bake).Seconds()/floor.Seconds(),
 		drain.Round(100*time.Millisecond), bound, busiest, scaleMigration, drain.Seconds()/bound.Seconds())
+	fmt.Fprintf(&s, "\nThe upgrade's stages (status.history, whole seconds): %s.\n", m.stages)
 	if err := os.WriteFile(filepath.Join(dir, "scale.md"), []byte(s.String()), 0o644); err != nil {
 		m.b.Fatal(err)
 	}
+}
+
+// deploymentStages lists the newest deployment's stages with their seconds.
+func deploymentStages(kv *v1.KubeVirt) string {
+	if len(kv.Status.History) == 0 {
+		return "none recorded"
+	}
+	var parts []string
+	for _, p := range kv.Status.History[0].Phases {
+		took := "running"
+		if p.Seconds != nil {
+			took = fmt.Sprintf("%d s", *p.Seconds)
+		}
+		parts = append(parts, p.Name+" "+took)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func verbs(counts map[string]int) string {
