@@ -155,11 +155,3 @@ func auditPolicy(users []string) string {
 func joinArgs(bin string, args []string) string {
 	return bin + " " + strings.Join(args, " ")
 }
-
-// apiserverEnv is what kube-apiserver gets added to the sandbox's environment.
-func apiserverEnv(o Options) []string {
-	if o.APIServerGOGC > 0 {
-		return []string{"GOGC=" + strconv.Itoa(o.APIServerGOGC)}
-	}
-	return nil
-}

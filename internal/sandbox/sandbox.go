@@ -47,13 +47,12 @@ type Options struct {
 	// virt-controller, which must not meet it.
 	NoVMSim bool
 
-	// Sizing for thousands of VMs, where kube-apiserver is the bottleneck.
-	// FewerVMWrites has the VM simulator skip the transitional phases
-	// (vmsim.Options.SkipTransitionalPhases). APIServerGOGC is kube-apiserver's
-	// GOGC (0: Go's default, 100): it spends a third of its CPU collecting the
-	// garbage of decoding and encoding custom resources, and memory is plentiful.
-	FewerVMWrites bool
-	APIServerGOGC int
+	// LeanVMs sizes the VM simulator for thousands of VMs, where the sandbox's
+	// kube-apiserver is the bottleneck: VMIs run without launcher pods
+	// (vmsim.Options.Podless), VMs skip their transitional statuses
+	// (vmsim.Options.SkipTransitionalPhases) and virt-controller's updater plans
+	// at most once a second (vmsim.Options.UpdaterWindow).
+	LeanVMs bool
 }
 
 // Sandbox is a running control plane started by Up.
@@ -174,7 +173,7 @@ func (s *Sandbox) up(ctx context.Context, o Options, binDir string) error {
 		return err
 	}
 	s.logf("etcd ready in %s", since(s.procs[0].started))
-	if err := s.start("kube-apiserver", bin("kube-apiserver"), apiserverArgs(l), apiserverEnv(o)); err != nil {
+	if err := s.start("kube-apiserver", bin("kube-apiserver"), apiserverArgs(l), nil); err != nil {
 		return err
 	}
 	if err := s.waitFor(ctx, "kube-apiserver", apiserverTimeout, s.apiserverReady); err != nil {

@@ -27,7 +27,7 @@ var vmSimCRDs = []string{
 type vmSim struct {
 	binary    string // the virt-operator binary; "" when the simulator does not start
 	duration  time.Duration
-	fewer     bool   // --skip-transitional-phases
+	lean      bool   // --podless --skip-transitional-phases
 	readyFile string // written by the simulator once its caches are synced
 	crds      []*apiextensionsv1.CustomResourceDefinition
 }
@@ -35,7 +35,7 @@ type vmSim struct {
 // newVMSim runs the simulator with the host-exec runner's binary, unless
 // Options.NoVMSim (the real virt-controller stands in instead).
 func newVMSim(dir string, o Options, hx hostExec) (vmSim, error) {
-	vs := vmSim{duration: o.MigrationDuration, fewer: o.FewerVMWrites, readyFile: filepath.Join(dir, "vmsim.ready")}
+	vs := vmSim{duration: o.MigrationDuration, lean: o.LeanVMs, readyFile: filepath.Join(dir, "vmsim.ready")}
 	if hx.binary == "" || o.NoVMSim {
 		return vs, nil
 	}
@@ -62,8 +62,8 @@ func vmSimArgs(l layout, vs vmSim) []string {
 	if vs.duration > 0 {
 		args = append(args, "--migration-duration="+vs.duration.String())
 	}
-	if vs.fewer {
-		args = append(args, "--skip-transitional-phases")
+	if vs.lean {
+		args = append(args, "--podless", "--skip-transitional-phases", "--updater-window=1s")
 	}
 	return args
 }

@@ -48,21 +48,12 @@ func TestVMSimStartsWithTheRunnerUnlessDisabled(t *testing.T) {
 	if args := vmSimArgs(l, vmSim{readyFile: "/sb/vmsim.ready"}); strings.Contains(strings.Join(args, " "), "duration") || strings.Contains(strings.Join(args, " "), "skip") {
 		t.Errorf("defaults passed: %v", args)
 	}
-	o := Options{FewerVMWrites: true}
+	o := Options{LeanVMs: true}
 	vs, err := newVMSim(t.TempDir(), o, hostExec{binary: "/sb/bin/virt-operator"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if args := vmSimArgs(l, vs); !slices.Contains(args, "--skip-transitional-phases") {
-		t.Errorf("FewerVMWrites: args %v lack --skip-transitional-phases", args)
-	}
-}
-
-func TestAPIServerEnv(t *testing.T) {
-	if env := apiserverEnv(Options{}); env != nil {
-		t.Errorf("default env %v, want none", env)
-	}
-	if env := apiserverEnv(Options{APIServerGOGC: 300}); !slices.Equal(env, []string{"GOGC=300"}) {
-		t.Errorf("env %v, want GOGC=300", env)
+	if args := vmSimArgs(l, vs); !slices.Contains(args, "--skip-transitional-phases") || !slices.Contains(args, "--podless") || !slices.Contains(args, "--updater-window=1s") {
+		t.Errorf("LeanVMs: args %v lack --podless --skip-transitional-phases", args)
 	}
 }

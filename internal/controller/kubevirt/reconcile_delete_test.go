@@ -159,7 +159,7 @@ func TestUninstallPollBacksOff(t *testing.T) {
 		{0, time.Second}, {500 * time.Millisecond, time.Second}, {4 * time.Second, 4 * time.Second},
 		{25 * time.Second, 25 * time.Second}, {time.Hour, blockedPollMax},
 	} {
-		if got := uninstallPoll(start, start.Add(tc.waited), blockedPollMax); got != tc.want {
+		if got := heldPoll(start, start.Add(tc.waited)); got != tc.want {
 			t.Errorf("waited %v: poll after %v, want %v", tc.waited, got, tc.want)
 		}
 	}

@@ -29,9 +29,9 @@ const (
 	blockedPollMax   = 30 * time.Second
 )
 
-// uninstallPoll is when to look again, having waited since since.
-func uninstallPoll(since, now time.Time, limit time.Duration) time.Duration {
-	return min(max(now.Sub(since), uninstallPollMin), limit)
+// heldPoll is when a held uninstall looks again, held since since.
+func heldPoll(since, now time.Time) time.Duration {
+	return min(max(now.Sub(since), uninstallPollMin), blockedPollMax)
 }
 
 // reconcileDelete uninstalls: held while workloads exist under
@@ -55,7 +55,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reco
 				r.warning(kv, ReasonDeletionBlocked, "Uninstall", msg)
 			}
 			kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateBlocked, Reason: ReasonDeletionBlocked, Message: msg}, r.now())
-			return reconcile.Result{RequeueAfter: uninstallPoll(blockedSince(kv, r.Clock.Now()), r.Clock.Now(), blockedPollMax)}, nil
+			return reconcile.Result{RequeueAfter: heldPoll(blockedSince(kv, r.Clock.Now()), r.Clock.Now())}, nil
 		}
 	}
 	kv.Status.Phase = v1.KubeVirtPhaseDeleting

@@ -59,6 +59,7 @@ type simulator struct {
 	client client.Client
 	opts   Options
 	log    *slog.Logger
+	nodes  nodeNames // for podless VMIs
 }
 
 func (s *simulator) setup(mgr ctrl.Manager) error {

@@ -41,7 +41,10 @@ type CreateOptions struct {
 	// Labels and Annotations go on the template, hence on every VMI (e.g.
 	// FailMigrationsAnnotation).
 	Labels, Annotations map[string]string
-	Workers             int // concurrent creates; default DefaultWorkers
+	// Nodes, when set, places VM i on Nodes[i mod len(Nodes)] (NodeAnnotation on
+	// its template): an even spread, as kube-scheduler would make.
+	Nodes   []string
+	Workers int // concurrent creates; default DefaultWorkers
 }
 
 // NewClient is a controller-runtime client for the simulator's types (core, apps,
@@ -134,7 +137,7 @@ func CreateVMs(ctx context.Context, c client.Client, o CreateOptions) ([]string,
 	for range min(o.Workers, o.Count) {
 		wg.Go(func() {
 			for i := range work {
-				if err := createVM(ctx, c, o, names[i], i >= o.Count-o.NonMigratable); err != nil {
+				if err := createVM(ctx, c, o, i, names[i]); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = err
@@ -165,8 +168,8 @@ feed:
 }
 
 // createVM creates one VM, then its VMI.
-func createVM(ctx context.Context, c client.Client, o CreateOptions, name string, nonMigratable bool) error {
-	vm, err := newVM(o, name, nonMigratable)
+func createVM(ctx context.Context, c client.Client, o CreateOptions, i int, name string) error {
+	vm, err := newVM(o, i, name)
 	if err != nil {
 		return err
 	}
@@ -191,18 +194,26 @@ func createVM(ctx context.Context, c client.Client, o CreateOptions, name string
 	return nil
 }
 
-// newVM is a VM with a small template: one CPU, 64Mi, a container disk.
-func newVM(o CreateOptions, name string, nonMigratable bool) (*v1.VirtualMachine, error) {
+// newVM is VM i, with a small template: one CPU, 64Mi, a container disk.
+func newVM(o CreateOptions, i int, name string) (*v1.VirtualMachine, error) {
 	labels := maps.Clone(o.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels[VMNameLabel] = name
-	if nonMigratable {
+	if i >= o.Count-o.NonMigratable {
 		labels[NonMigratableLabel] = "true"
 	}
+	annotations := o.Annotations
+	if len(o.Nodes) > 0 {
+		annotations = maps.Clone(o.Annotations)
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[NodeAnnotation] = o.Nodes[i%len(o.Nodes)]
+	}
 	template := map[string]any{
-		"metadata": map[string]any{"labels": labels, "annotations": o.Annotations},
+		"metadata": map[string]any{"labels": labels, "annotations": annotations},
 		"spec": map[string]any{
 			"domain": map[string]any{
 				"cpu":     map[string]any{"cores": 1},

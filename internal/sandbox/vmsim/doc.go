@@ -59,6 +59,10 @@
 // Placement: a VMI annotated NodeAnnotation="NAME" gets its first launcher pod
 // on node NAME, so tests can pack VMIs unevenly; migration targets go anywhere.
 //
+// Lean mode, for thousands of VMs: Options.SkipTransitionalPhases writes only
+// the settled phases (transitional_test.go lists them), Options.Podless runs
+// VMIs without launcher pods (podless.go).
+//
 // Performance: the client has 500 QPS, each controller reconciles DefaultReconcilers
 // objects at once, and nothing is written when nothing changed, so a migration
 // costs the simulator a few milliseconds beyond its duration and a thousand VMIs

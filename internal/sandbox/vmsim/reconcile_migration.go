@@ -22,6 +22,9 @@ func (s *simulator) reconcileMigration(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, err
 	}
 	in := migrationInput{Migration: m, Duration: s.opts.MigrationDuration, Now: time.Now(), SkipTransitional: s.opts.SkipTransitionalPhases}
+	if s.opts.Podless {
+		return s.reconcilePodlessMigration(ctx, in)
+	}
 	vmi := &v1.VirtualMachineInstance{}
 	switch err := s.client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.VMIName}, vmi); {
 	case err == nil:
@@ -121,4 +124,24 @@ func (s *simulator) abortStale(ctx context.Context, req reconcile.Request, curre
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// reconcilePodlessMigration carries out planPodlessMigration (Options.Podless).
+func (s *simulator) reconcilePodlessMigration(ctx context.Context, in migrationInput) (reconcile.Result, error) {
+	m := in.Migration
+	vmi := &v1.VirtualMachineInstance{}
+	switch err := s.client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.VMIName}, vmi); {
+	case err == nil:
+		in.VMI = vmi
+	case !apierrors.IsNotFound(err):
+		return reconcile.Result{}, err
+	}
+	nodes, err := s.nodes.names(ctx, s.client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if in.Image, err = s.launcherImage(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	return s.execute(ctx, m.Namespace, m, in.VMI, planPodlessMigration(in, nodes))
 }

@@ -15,15 +15,29 @@ func (s *simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 	if err := s.client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	pods, err := s.podsOf(ctx, vmi.Namespace, vmi.UID)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	image, err := s.launcherImage(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	plan := planVMI(vmiInput{VMI: vmi, Pods: pods, Image: image, Now: metav1.Now(), SkipTransitional: s.opts.SkipTransitionalPhases})
+	var (
+		plan  vmiPlan
+		again reconcile.Result
+	)
+	if s.opts.Podless {
+		if plan, err = s.planPodless(ctx, vmi, image); err != nil {
+			return reconcile.Result{}, err
+		}
+		if ms := vmi.Status.MigrationState; plan.Status == nil && ms != nil && !ms.Completed {
+			// A deleted migration sends the VMI no event: look again.
+			again.RequeueAfter = s.opts.MigrationDuration
+		}
+	} else {
+		pods, err := s.podsOf(ctx, vmi.Namespace, vmi.UID)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		plan = planVMI(vmiInput{VMI: vmi, Pods: pods, Image: image, Now: metav1.Now(), SkipTransitional: s.opts.SkipTransitionalPhases})
+	}
 	if plan.CreatePod != nil {
 		if err := s.createPod(ctx, plan.CreatePod); err != nil {
 			return reconcile.Result{}, err
@@ -39,5 +53,18 @@ func (s *simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 			s.log.Info("VMI shut down: its launcher pod is gone", "vmi", req.String())
 		}
 	}
-	return reconcile.Result{}, nil
+	return again, nil
+}
+
+// planPodless reads what planPodlessVMI needs: the nodes and the VMI's migrations.
+func (s *simulator) planPodless(ctx context.Context, vmi *v1.VirtualMachineInstance, image string) (vmiPlan, error) {
+	nodes, err := s.nodes.names(ctx, s.client)
+	if err != nil {
+		return vmiPlan{}, err
+	}
+	var migs v1.VirtualMachineInstanceMigrationList
+	if err := s.client.List(ctx, &migs, client.InNamespace(vmi.Namespace), client.MatchingFields{migrationsByVMIName: vmi.Name}); err != nil {
+		return vmiPlan{}, err
+	}
+	return planPodlessVMI(podlessVMIInput{VMI: vmi, Migrations: migs.Items, Nodes: nodes, Image: image, Now: metav1.Now()}), nil
 }

@@ -43,6 +43,14 @@ type Options struct {
 	// operator reads is left out: it counts unfinished migrations and Running
 	// VMIs, not the steps between, and never reads a VM's status.
 	SkipTransitionalPhases bool
+	// Podless runs VMIs without launcher pods (see podless.go): for thousands of
+	// VMs, whose pods would be most of the sandbox's work. No evictions then.
+	Podless bool
+	// UpdaterWindow gathers the events of virt-controller's workload updater
+	// into one plan per window (0: a plan per event, back to back): each plan
+	// lists every VMI and migration, and at thousands of them the simulator
+	// would spend a core on plans whose outdated count changed by one.
+	UpdaterWindow time.Duration
 	// Workers is each controller's MaxConcurrentReconciles. Default DefaultReconcilers.
 	Workers int
 	// Log receives the simulator's messages; nil discards them.
@@ -115,7 +123,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	// Start every informer before the manager does, so "synced" covers them all.
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.Deployment{}, &v1.VirtualMachineInstance{}, &v1.VirtualMachineInstanceMigration{}, newUnstructuredVM()} {
+	nodes := &metav1.PartialObjectMetadata{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.Deployment{}, &v1.VirtualMachineInstance{}, &v1.VirtualMachineInstanceMigration{}, newUnstructuredVM(), nodes} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("vmsim: watching %T: %w", obj, err)
 		}

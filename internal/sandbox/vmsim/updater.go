@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/coalesce"
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
@@ -48,10 +49,12 @@ type upstreamUpdater struct {
 
 var updaterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "workload-updater"}}
 
-func (u *upstreamUpdater) setup(mgr ctrl.Manager) error {
-	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{updaterKey}
-	})
+func (u *upstreamUpdater) setup(mgr ctrl.Manager, window time.Duration) error {
+	toKey := func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{updaterKey} }
+	one := handler.EnqueueRequestsFromMapFunc(toKey)
+	if window > 0 {
+		one = coalesce.Handler(window, toKey)
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("vmsim-workload-updater").
 		Watches(&v1.KubeVirt{}, one).
 		Watches(&v1.VirtualMachineInstance{}, one).
@@ -181,7 +184,7 @@ func startUpstreamUpdater(ctx context.Context, cfg *rest.Config, mgr ctrl.Manage
 		}
 	}
 	u := &upstreamUpdater{client: mgr.GetClient(), sim: sim, created: map[string]bool{}}
-	if err := u.setup(mgr); err != nil {
+	if err := u.setup(mgr, o.UpdaterWindow); err != nil {
 		o.Log.Error("workload updater not started", "err", err)
 		return
 	}

@@ -17,9 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,7 +123,7 @@ func startEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	sandboxtest.InstallOperatorManifests(t, e.c, namespace)
-	e.webhookAddr = freeAddr(t)
+	e.webhookAddr = sandboxtest.FreeAddr(t)
 	cfg := sandboxtest.ServiceAccountConfig(t, e.c, e.sb.RESTConfig(), namespace, "virt-operator")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -159,15 +157,6 @@ func startEnv(t *testing.T) *env {
 		return got.Status.Phase == v1.KubeVirtPhaseDeployed && got.Status.ObservedKubeVirtVersion == release, fmt.Errorf("status %s %s", got.Status.Phase, got.Status.ObservedKubeVirtVersion)
 	})
 	return e
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 }
 
 // prepareNodes gives the nodes what virt-handler would: the schedulable label and
