@@ -67,7 +67,7 @@ func NewSandboxVMSimCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "the sandbox's kubeconfig")
 	f.DurationVar(&o.MigrationDuration, "migration-duration", vmsim.DefaultMigrationDuration, "how long each live migration takes")
 	f.StringVar(&o.LauncherImage, "launcher-image", vmsim.DefaultLauncherImage, "launcher image while no virt-controller Deployment names one")
-	f.BoolVar(&o.SkipTransitionalPhases, "skip-transitional-phases", false, "write only Running and the end of VMIs and migrations (fewer API writes at scale)")
+	f.BoolVar(&o.SkipTransitionalPhases, "skip-transitional-phases", false, "write no Starting or Stopping VM status (fewer API writes at scale)")
 	f.BoolVar(&o.Podless, "podless", false, "run VMIs without launcher pods (no evictions; for thousands of VMs)")
 	f.DurationVar(&o.UpdaterWindow, "updater-window", 0, "gather virt-controller's workload-updater events into one plan per window (0: one per event)")
 	f.IntVar(&o.Workers, "workers", vmsim.DefaultReconcilers, "concurrent reconciles per controller")

@@ -59,9 +59,9 @@
 // Placement: a VMI annotated NodeAnnotation="NAME" gets its first launcher pod
 // on node NAME, so tests can pack VMIs unevenly; migration targets go anywhere.
 //
-// Lean mode, for thousands of VMs: Options.SkipTransitionalPhases writes only
-// the settled phases (transitional_test.go lists them), Options.Podless runs
-// VMIs without launcher pods (podless.go).
+// Lean mode, for thousands of VMs: Options.Podless runs VMIs without launcher
+// pods (podless.go), Options.SkipTransitionalPhases writes no transitional VM
+// status, Options.UpdaterWindow coalesces virt-controller's updater.
 //
 // Performance: the client has 500 QPS, each controller reconciles DefaultReconcilers
 // objects at once, and nothing is written when nothing changed, so a migration

@@ -21,9 +21,6 @@ type migrationInput struct {
 	Image     string                     // the current launcher image, for the target pod
 	Duration  time.Duration              // how long a migration runs
 	Now       time.Time
-	// SkipTransitional writes only Running and the end (Options.SkipTransitionalPhases):
-	// the VMI's migration state and Running once the target pod runs.
-	SkipTransitional bool
 }
 
 // migrationPlan is what the migration controller does, in this order: the VMI
@@ -93,16 +90,10 @@ func planMigration(in migrationInput) migrationPlan {
 			return failMigration(in, nil, false) // its target pod was deleted
 		}
 		p := migrationPlan{CreatePod: targetPod(vmi, m, source, in.Image, in.Now)}
-		if in.SkipTransitional {
-			return p
-		}
 		return withPhase(p, m, v1.MigrationScheduling, nil)
 	}
 	if podGone(target) {
 		return failMigration(in, target, false)
-	}
-	if in.SkipTransitional && !podRunning(target) {
-		return migrationPlan{}
 	}
 	if target.Spec.NodeName == "" {
 		return withPhase(migrationPlan{}, m, v1.MigrationScheduling, nil)
@@ -117,11 +108,7 @@ func planMigration(in migrationInput) migrationPlan {
 			TargetPod:      target.Name,
 			StartTimestamp: ptrTime(metav1.NewTime(in.Now)),
 		}
-		phase := v1.MigrationScheduled
-		if in.SkipTransitional {
-			phase = v1.MigrationRunning
-		}
-		return withPhase(migrationPlan{VMIStatus: st}, m, phase, st.MigrationState)
+		return withPhase(migrationPlan{VMIStatus: st}, m, v1.MigrationScheduled, st.MigrationState)
 	}
 	if !podRunning(target) {
 		return withPhase(migrationPlan{}, m, v1.MigrationScheduled, ms)

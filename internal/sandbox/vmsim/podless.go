@@ -115,8 +115,7 @@ func planPodlessMigration(in migrationInput, nodes []string) migrationPlan {
 		return withPhase(migrationPlan{RequeueAfter: wait}, m, v1.MigrationRunning, ms)
 	}
 	if failing(vmi, m.UID) {
-		p := failMigration(in, nil, vmi.Annotations[FailedMigrationAnnotation] != string(m.UID))
-		return p
+		return failMigration(in, nil, vmi.Annotations[FailedMigrationAnnotation] != string(m.UID))
 	}
 	st := podlessRunning(vmi, ms.TargetNode, podlessPodUID(m.UID), in.Image, metav1.NewTime(in.Now))
 	st.MigrationState.Completed = true

@@ -21,7 +21,7 @@ func (s *simulator) reconcileMigration(ctx context.Context, req reconcile.Reques
 		}
 		return reconcile.Result{}, err
 	}
-	in := migrationInput{Migration: m, Duration: s.opts.MigrationDuration, Now: time.Now(), SkipTransitional: s.opts.SkipTransitionalPhases}
+	in := migrationInput{Migration: m, Duration: s.opts.MigrationDuration, Now: time.Now()}
 	if s.opts.Podless {
 		return s.reconcilePodlessMigration(ctx, in)
 	}

@@ -36,7 +36,7 @@ func (s *simulator) reconcileVMI(ctx context.Context, req reconcile.Request) (re
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		plan = planVMI(vmiInput{VMI: vmi, Pods: pods, Image: image, Now: metav1.Now(), SkipTransitional: s.opts.SkipTransitionalPhases})
+		plan = planVMI(vmiInput{VMI: vmi, Pods: pods, Image: image, Now: metav1.Now()})
 	}
 	if plan.CreatePod != nil {
 		if err := s.createPod(ctx, plan.CreatePod); err != nil {

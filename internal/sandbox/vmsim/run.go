@@ -35,13 +35,10 @@ type Options struct {
 	// LauncherImage is the launcher image while no virt-controller Deployment names
 	// one. Default DefaultLauncherImage.
 	LauncherImage string
-	// SkipTransitionalPhases writes fewer statuses, for clusters where the API
-	// server is the bottleneck (the scale benchmark): a VMI goes from no phase
-	// straight to Running once its launcher pod runs, a migration from no phase to
-	// Running once its target pod runs (with the VMI's migration state), then to
-	// its end; a VM's status is not written Starting or Stopping. Nothing the
-	// operator reads is left out: it counts unfinished migrations and Running
-	// VMIs, not the steps between, and never reads a VM's status.
+	// SkipTransitionalPhases writes no Starting or Stopping VM status, for
+	// clusters where the API server is the bottleneck (the scale benchmark; a
+	// podless VMI and its migrations have no transitional phases either). The
+	// operator never reads a VM's status.
 	SkipTransitionalPhases bool
 	// Podless runs VMIs without launcher pods (see podless.go): for thousands of
 	// VMs, whose pods would be most of the sandbox's work. No evictions then.
@@ -123,9 +120,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	// Start every informer before the manager does, so "synced" covers them all.
-	nodes := &metav1.PartialObjectMetadata{}
-	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
-	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.Deployment{}, &v1.VirtualMachineInstance{}, &v1.VirtualMachineInstanceMigration{}, newUnstructuredVM(), nodes} {
+	watched := []client.Object{&corev1.Pod{}, &appsv1.Deployment{}, &v1.VirtualMachineInstance{}, &v1.VirtualMachineInstanceMigration{}, newUnstructuredVM()}
+	if o.Podless { // podless VMIs are placed on nodes by name
+		nodes := &metav1.PartialObjectMetadata{}
+		nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+		watched = append(watched, nodes)
+	}
+	for _, obj := range watched {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("vmsim: watching %T: %w", obj, err)
 		}

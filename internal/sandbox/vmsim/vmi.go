@@ -15,9 +15,6 @@ type vmiInput struct {
 	Pods  []corev1.Pod // launcher pods created by the VMI (label CreatedByLabel = its UID)
 	Image string       // the current launcher image
 	Now   metav1.Time
-	// SkipTransitional leaves out the Scheduling and Scheduled writes: the VMI
-	// goes straight to Running once its pod runs (Options.SkipTransitionalPhases).
-	SkipTransitional bool
 }
 
 // vmiPlan is what the VMI controller does, in this order.
@@ -46,8 +43,6 @@ func planVMI(in vmiInput) vmiPlan {
 	pod := findPod(in.Pods, func(p *corev1.Pod) bool { return p.Labels[MigrationJobLabel] == "" })
 	st := vmi.Status.DeepCopy()
 	switch {
-	case pod == nil && in.SkipTransitional:
-		return vmiPlan{CreatePod: launcherPod(vmi, in.Image)}
 	case pod == nil:
 		st.Phase = v1.VMIScheduling
 		return withStatus(vmiPlan{CreatePod: launcherPod(vmi, in.Image)}, vmi, st)
@@ -55,8 +50,6 @@ func planVMI(in vmiInput) vmiPlan {
 		return vmiPlan{} // a deleted pod before start: its name frees up, then it is created again
 	case podRunning(pod):
 		return withStatus(vmiPlan{}, vmi, runningStatus(vmi, pod, in.Now))
-	case in.SkipTransitional:
-		return vmiPlan{}
 	case pod.Spec.NodeName == "":
 		st.Phase = v1.VMIScheduling
 	default:
