@@ -268,16 +268,30 @@ func TestDown(t *testing.T) {
 }
 
 func TestStopKillsAfterGrace(t *testing.T) {
-	// A process ignoring SIGTERM must be killed after the grace period.
-	p, err := startProcess("stubborn", "/bin/sh", []string{"-c", `trap "" TERM; sleep 1000`}, nil, filepath.Join(t.TempDir(), "sh.log"))
+	// A process ignoring SIGTERM must be killed, and not before the grace period:
+	// the lower bound is the behaviour (SIGKILL waits for the grace), so it holds
+	// on any machine; there is no upper bound.
+	dir := t.TempDir()
+	trapped := filepath.Join(dir, "trapped")
+	p, err := startProcess("stubborn", "/bin/sh", []string{"-c", `trap "" TERM; : > ` + trapped + `; sleep 1000`}, nil, filepath.Join(dir, "sh.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let the shell install its trap
+	// The trap is in place once the shell has written the file (not after a
+	// fixed sleep, which a busy machine can outlast).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(trapped); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shell did not install its trap")
+		}
+	}
+	const grace = 300 * time.Millisecond
 	start := time.Now()
-	stopPid(p.pid, "/bin/sh", 300*time.Millisecond)
-	if pidAlive(p.pid, "/bin/sh") || time.Since(start) < 300*time.Millisecond {
-		t.Errorf("alive %v after %s", pidAlive(p.pid, "/bin/sh"), time.Since(start))
+	stopPid(p.pid, "/bin/sh", grace)
+	if took := time.Since(start); pidAlive(p.pid, "/bin/sh") || took < grace {
+		t.Errorf("alive %v after %s, want killed and not before the grace period %s", pidAlive(p.pid, "/bin/sh"), took, grace)
 	}
 }
 
