@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,20 +63,31 @@ func TestStatusCommand(t *testing.T) {
 		kv := deployedKV()
 		kv.Status.TargetDeploymentID, kv.Status.TargetKubeVirtVersion = "b", "v1.9.1"
 		c := statusClient(t, kv)
+		// The upgrade ends once the first screen has been drawn (not after a
+		// fixed sleep, which a busy machine can outlast before the first draw).
+		var out bytes.Buffer
+		drawn := &firstWrite{w: &out, done: make(chan struct{})}
+		updated := make(chan error, 1)
 		go func() {
-			time.Sleep(50 * time.Millisecond)
+			<-drawn.done
 			got := &v1.KubeVirt{}
-			_ = c.Get(context.Background(), client.ObjectKeyFromObject(kv), got)
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(kv), got); err != nil {
+				updated <- err
+				return
+			}
 			got.Status.ObservedDeploymentID, got.Status.ObservedKubeVirtVersion = "b", "v1.9.1"
-			_ = c.Status().Update(context.Background(), got)
+			updated <- c.Status().Update(context.Background(), got)
 		}()
 		o := opts
 		o.watch = true
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Generous: it only ends a watch that never sees the upgrade end.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		var out bytes.Buffer
-		if err := runStatus(ctx, c, &out, o, true); err != nil || ctx.Err() != nil {
+		if err := runStatus(ctx, c, drawn, o, true); err != nil || ctx.Err() != nil {
 			t.Fatalf("err %v, ctx %v", err, ctx.Err())
+		}
+		if err := <-updated; err != nil {
+			t.Fatal(err)
 		}
 		screens := strings.Split(out.String(), "\033[H\033[2J")
 		if len(screens) < 3 || !strings.Contains(screens[1], "v1.9.0 -> v1.9.1") || !strings.Contains(screens[len(screens)-1], "Version   v1.9.1") {
@@ -85,4 +98,17 @@ func TestStatusCommand(t *testing.T) {
 		out, err := runCommand(t, NewStatusCommand(), "--interval", "0s")
 		assertUsageError(t, out, err, "--interval")
 	})
+}
+
+// firstWrite passes writes to w and closes done after the first.
+type firstWrite struct {
+	w    io.Writer
+	done chan struct{}
+	once sync.Once
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.once.Do(func() { close(f.done) })
+	return n, err
 }
