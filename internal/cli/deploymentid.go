@@ -1,16 +1,14 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/cliutil"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 )
 
@@ -93,28 +91,4 @@ func operatorEnv(processEnv deployid.Env, overrides []string) (deployid.MapEnv, 
 }
 
 // loadKubeVirt reads one KubeVirt from a YAML or JSON file.
-func loadKubeVirt(path string) (*v1.KubeVirt, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the KubeVirt: %w", err)
-	}
-	doc, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not valid YAML: %w", path, err)
-	}
-	var head struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := json.Unmarshal(doc, &head); err != nil || (head.APIVersion == "" && head.Kind == "") {
-		return nil, fmt.Errorf("%s does not hold a Kubernetes object", path)
-	}
-	if head.APIVersion != v1.GroupVersion.String() || head.Kind != "KubeVirt" {
-		return nil, fmt.Errorf("%s holds kind %q of apiVersion %q, not a %s KubeVirt", path, head.Kind, head.APIVersion, v1.GroupVersion)
-	}
-	kv := &v1.KubeVirt{}
-	if err := json.Unmarshal(doc, kv); err != nil {
-		return nil, fmt.Errorf("%s is not a valid KubeVirt: %w", path, err)
-	}
-	return kv, nil
-}
+func loadKubeVirt(path string) (*v1.KubeVirt, error) { return cliutil.LoadKubeVirt(path) }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"crypto/sha1" //nolint:gosec
 	"encoding/hex"
 	"errors"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/virt-operator/virt-operator/internal/cliutil/clitest"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 )
 
@@ -30,15 +30,7 @@ func runDeploymentIDCommand(t *testing.T, processEnv deployid.MapEnv, args ...st
 // would see; a command must not write to stderr itself.
 func runCommand(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd.SetOut(&stdout)
-	cmd.SetErr(&stderr)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	if stderr.Len() > 0 {
-		t.Errorf("the command wrote to stderr itself (main does that): %q", stderr.String())
-	}
-	return stdout.String(), err
+	return clitest.Run(t, cmd, args...)
 }
 
 func writeFile(t *testing.T, content string) string {
@@ -167,13 +159,5 @@ func TestExitCode(t *testing.T) {
 // the problem, nothing printed.
 func assertUsageError(t *testing.T, out string, err error, want string) {
 	t.Helper()
-	if code := ExitCode(err); code != ExitUsage {
-		t.Fatalf("exit code %d (err %v), want 2", code, err)
-	}
-	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, want) {
-		t.Errorf("error %q: want one line containing %q", msg, want)
-	}
-	if out != "" {
-		t.Errorf("printed %q on failure", out)
-	}
+	clitest.AssertUsageError(t, out, err, want)
 }

@@ -3,21 +3,16 @@ package cli
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/virt-operator/virt-operator/internal/admission"
+	"github.com/virt-operator/virt-operator/internal/cliutil"
 	"github.com/virt-operator/virt-operator/internal/operator"
 )
-
-// inClusterNamespaceFile is where a pod finds its own namespace.
-const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // NewRunCommand returns `run`: the operator itself.
 func NewRunCommand() *cobra.Command {
@@ -64,22 +59,8 @@ func NewRunCommand() *cobra.Command {
 }
 
 // SetupLogging routes controller-runtime and client-go logs through one
-// structured logger.
-func SetupLogging(format string) error {
-	var opts []zap.Opts
-	switch format {
-	case "json":
-		opts = append(opts, zap.UseDevMode(false))
-	case "text":
-		opts = append(opts, zap.UseDevMode(true))
-	default:
-		return fmt.Errorf("--log-format must be json or text, not %q", format)
-	}
-	logger := zap.New(opts...)
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
-	return nil
-}
+// structured logger on stderr.
+func SetupLogging(format string) error { return cliutil.SetupLogging(format, os.Stderr) }
 
 // RESTConfig loads the kubeconfig at path, or the default loading rules when
 // path is empty.
@@ -98,14 +79,4 @@ func RESTConfig(path string) (*rest.Config, error) {
 }
 
 // DefaultNamespace is $POD_NAMESPACE, the pod's own namespace, or kubevirt.
-func DefaultNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-		return ns
-	}
-	if b, err := os.ReadFile(inClusterNamespaceFile); err == nil {
-		if ns := strings.TrimSpace(string(b)); ns != "" {
-			return ns
-		}
-	}
-	return "kubevirt"
-}
+func DefaultNamespace() string { return cliutil.DefaultNamespace() }
