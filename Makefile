@@ -21,8 +21,10 @@ GO_TEST_FLAGS ?=
 
 all: build
 
+# The operator (what the image ships) and the development sandbox (virt-sandbox:
+# make run, the e2e tests' clusters), which runs the operator binary beside it.
 build:
-	go build -o bin/virt-operator ./cmd/virt-operator
+	go build -o bin/ ./cmd/virt-operator ./cmd/virt-sandbox
 
 $(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
 	cd hack/tools && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -79,7 +81,7 @@ test: verify-generate vet lint test-unit test-integration test-e2e
 # Brings up a sandbox cluster, runs the operator in the foreground against it and
 # applies the sample KubeVirt CR; Ctrl-C tears everything down.
 run: cluster-bins build
-	bin/virt-operator sandbox run --dir $(SANDBOX_DIR) --nodes $(NODES) --sample config/samples/kubevirt.yaml \
+	bin/virt-sandbox run --dir $(SANDBOX_DIR) --nodes $(NODES) --sample config/samples/kubevirt.yaml \
 		--vms $(VMS) --non-migratable $(NON_MIGRATABLE) --demo-upgrade "$(UPGRADE_TO)"
 
 # Go benchmarks of the pure code, then the operator on sandboxes: its lifecycle on

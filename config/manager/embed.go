@@ -1,5 +1,5 @@
 // Package manager embeds the cluster-wide objects of the operator's manifest that a
-// sandbox needs besides RBAC, so `sandbox run` and the tests create exactly what
+// sandbox needs besides RBAC, so `virt-sandbox run` and the tests create exactly what
 // `kubectl apply -k config/default` would.
 package manager
 

@@ -30,8 +30,6 @@ func NewRootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return UsageError(err) })
 	root.Flags().BoolVar(&dumpMode, dumpFlag, false, "upstream's Job mode: the same as the dump-install-strategy command")
 	o.addFlags(root)
-	sandbox := NewSandboxCommand()
-	sandbox.AddCommand(NewSandboxRunCommand(), NewSandboxHostExecCommand(), NewSandboxVMSimCommand(), NewSandboxVMsCommand())
 	root.AddCommand(
 		NewRunCommand(),
 		NewDeploymentIDCommand(),
@@ -40,7 +38,6 @@ func NewRootCommand() *cobra.Command {
 		NewDumpInstallStrategyCommand(),
 		NewStatusCommand(),
 		NewPlanCommand(),
-		sandbox,
 	)
 	return root
 }

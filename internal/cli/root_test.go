@@ -37,3 +37,13 @@ func TestRootDumpFlagIsTheJobMode(t *testing.T) {
 		t.Error("a stray argument was accepted")
 	}
 }
+
+// The development sandbox is virt-sandbox's (package sandbox/sandboxcli), not a
+// command of the operator's binary.
+func TestRootHasNoSandboxCommand(t *testing.T) {
+	for _, c := range NewRootCommand().Commands() {
+		if c.Name() == "sandbox" {
+			t.Error("virt-operator has a sandbox command; it belongs to virt-sandbox")
+		}
+	}
+}

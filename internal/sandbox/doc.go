@@ -1,5 +1,5 @@
 // Package sandbox owns the throw-away Kubernetes control plane that the operator's
-// e2e tests, benchmarks and `virt-operator sandbox` run against: etcd, kube-apiserver,
+// e2e tests, benchmarks and the virt-sandbox command run against: etcd, kube-apiserver,
 // kube-controller-manager and kube-scheduler as host processes, plus kwok simulating
 // nodes and pods, so hundreds of "nodes" fit on a two-core machine.
 //
@@ -60,7 +60,7 @@
 //     expression of hostexec.Matcher.StageExpression, NotIn ['true']. stages.yaml
 //     spells out the default expression; Up substitutes the one of
 //     Options.HostExecSelectors. kwok's pod-delete stage still deletes such pods.
-//   - A runner, `virt-operator sandbox hostexec` (a hidden subcommand of the same
+//   - A runner, `virt-sandbox hostexec` (a hidden subcommand of the sandbox's own
 //     binary), is a sixth background process, "hostexec" in state.json, so Down stops
 //     it (with the API clients, before kube-apiserver). Up fails naming it if it
 //     exits or does not write DIR/hostexec.ready (informers synced) in time.
@@ -71,19 +71,23 @@
 //     terminated message). kube-controller-manager's Job controller then completes or
 //     fails the Job. A pod is never run twice; a runner that finds a Running pod it
 //     did not start fails it ("runner restarted").
-//   - Options.OperatorBinary is the binary; by default this executable when it is
-//     named virt-operator (`virt-operator sandbox up/run`), else none: a test binary
-//     calling Up passes one (sandboxtest.WithHostExec builds it), otherwise no runner
-//     starts and host-executed pods stay Pending. Up hard-links (or copies) it to
-//     DIR/bin/virt-operator, so `go run` deleting its binary or a rebuild does not
-//     change what a running sandbox executes.
+//   - Two binaries are involved, kept apart so the operator's links none of the
+//     sandbox: Options.SandboxBinary runs the runner (and the VM simulator), by
+//     default this executable when it is named virt-sandbox (`virt-sandbox up/run`);
+//     Options.OperatorBinary runs the pods of the operator's image, by default a
+//     virt-operator beside the sandbox binary (`make build` puts both in bin/). A
+//     test binary calling Up passes both (sandboxtest.WithHostExec builds them);
+//     without both no runner starts and host-executed pods stay Pending. Up
+//     hard-links (or copies) them to DIR/bin/virt-sandbox and DIR/bin/virt-operator,
+//     so `go run` deleting its binary or a rebuild does not change what a running
+//     sandbox executes.
 //
 // Simulated VMs (package vmsim). Nothing runs QEMU, so the operator's workload
 // updater meets a stand-in for virt-controller and virt-handler:
 //
-//   - `virt-operator sandbox vmsim` (hidden, same binary) is a seventh background
-//     process, "vmsim" in state.json, started whenever the hostexec runner is (a
-//     known OperatorBinary) unless Options.NoVMSim (KubeVirt's own virt-controller
+//   - `virt-sandbox vmsim` (hidden, the sandbox binary) is a seventh background
+//     process, "vmsim" in state.json, started whenever the sandbox binary is known
+//     (Options.SandboxBinary) unless Options.NoVMSim (KubeVirt's own virt-controller
 //     then stands in); Up installs the VM kinds' CRDs from the default release's
 //     install strategy for it, so VMs exist before and without a KubeVirt install.
 //     Down stops it with the other API clients. Up waits for DIR/vmsim.ready
@@ -99,7 +103,7 @@
 //     and Ready/LiveMigratable conditions (LiveMigratable=False, NotMigratable, for a
 //     VMI labelled sandbox.virt-operator.io/non-migratable=true).
 //   - A migration gets a target pod with the current launcher image, steps through
-//     Scheduling..Running and ends Options.MigrationDuration (sandbox up/run
+//     Scheduling..Running and ends Options.MigrationDuration (virt-sandbox up/run
 //     --migration-duration, default 1s) after the simulator first saw it, writing the
 //     VMI (target node, image, activePods, migrationState completed) before the
 //     migration (Succeeded) and deleting the source pod last. The annotation
@@ -108,7 +112,7 @@
 //     source. Deleting an unfinished migration aborts it.
 //   - Evicting (or deleting) the pod of a Running VMI makes it Succeeded; a VM with
 //     runStrategy Always (or running: true) then gets a new VMI from its template,
-//     hence a launcher pod with the current image. `sandbox vms create` (and
+//     hence a launcher pod with the current image. `virt-sandbox vms create` (and
 //     vmsim.CreateVMs) creates VMs and their VMIs in bulk.
 //   - Options.LeanVMs (the 10,000-VMI benchmark) runs VMIs without launcher pods
 //     and skips transitional phases: a VMI goes Running at once, a migration is two

@@ -16,20 +16,101 @@ import (
 // hostExecName is the runner's component name in state.json and logs/.
 const hostExecName = "hostexec"
 
-// operatorBinaryName is the base name an executable must have to be taken as the
-// default Options.OperatorBinary.
-const operatorBinaryName = "virt-operator"
+// Base names of the two binaries: an executable so named is taken as the default
+// Options.SandboxBinary, and the operator is looked for beside it.
+const (
+	sandboxBinaryName  = "virt-sandbox"
+	operatorBinaryName = "virt-operator"
+)
+
+// hostBinaries are the sandbox's private links (or copies) of the two binaries in
+// DIR/bin: `go run` deletes its binary on exit and a rebuild must not change what
+// a running sandbox executes.
+type hostBinaries struct {
+	sandbox  string // DIR/bin/virt-sandbox: runs the hostexec runner and the VM simulator; "" when unknown
+	operator string // DIR/bin/virt-operator: runs host-executed pods of the operator's image; "" when unknown
+}
+
+// installBinaries resolves Options.SandboxBinary and OperatorBinary (with their
+// defaults) and links them into DIR/bin.
+func installBinaries(dir string, o Options) (hostBinaries, error) {
+	sandboxSrc, operatorSrc, err := resolveBinaries(o.SandboxBinary, o.OperatorBinary)
+	if err != nil {
+		return hostBinaries{}, err
+	}
+	var b hostBinaries
+	for _, bin := range []struct {
+		src, name string
+		dst       *string
+	}{{sandboxSrc, sandboxBinaryName, &b.sandbox}, {operatorSrc, operatorBinaryName, &b.operator}} {
+		if bin.src == "" {
+			continue
+		}
+		*bin.dst = filepath.Join(dir, "bin", bin.name)
+		if err := linkOrCopy(bin.src, *bin.dst); err != nil {
+			return b, fmt.Errorf("installing %s: %w", bin.src, err)
+		}
+	}
+	return b, nil
+}
+
+// resolveBinaries is the explicit binaries, which must be executable files, with
+// the defaults: the sandbox binary is this executable if it is named
+// virt-sandbox, the operator binary a virt-operator beside the sandbox binary.
+// "" is a binary not known.
+func resolveBinaries(sandboxBin, operatorBin string) (string, string, error) {
+	sandboxBin, err := executableFile(sandboxBin)
+	if err != nil {
+		return "", "", fmt.Errorf("sandbox binary: %w", err)
+	}
+	operatorBin, err = executableFile(operatorBin)
+	if err != nil {
+		return "", "", fmt.Errorf("operator binary: %w", err)
+	}
+	if sandboxBin == "" {
+		if exe, err := os.Executable(); err == nil && filepath.Base(exe) == sandboxBinaryName {
+			sandboxBin = exe
+		}
+	}
+	if operatorBin == "" && sandboxBin != "" {
+		// Not there (a lone virt-sandbox): no runner, host-executed pods stay Pending.
+		operatorBin, _ = executableFile(filepath.Join(filepath.Dir(sandboxBin), operatorBinaryName))
+	}
+	return sandboxBin, operatorBin, nil
+}
+
+// executableFile is path made absolute if it is an executable file; "" stays "".
+func executableFile(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", err
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable file", abs)
+	}
+	return abs, nil
+}
 
 // hostExec is the sandbox's set-up of host-executed pods.
 type hostExec struct {
-	binary    string   // DIR/bin/virt-operator; "" when no runner starts
+	binary    string   // the runner, DIR/bin/virt-sandbox; "" when no runner starts
+	program   string   // what runs the pods, DIR/bin/virt-operator
 	selectors []string // Options.HostExecSelectors (nil: the runner's defaults)
 	images    map[string]string
 	stages    []byte // kwok stages leaving the selected pods alone
 	readyFile string // written by the runner once it watches pods
 }
 
-func newHostExec(dir string, o Options) (hostExec, error) {
+// newHostExec runs the runner with the sandbox binary when both binaries are
+// known: the operator's pods are what it is for.
+func newHostExec(dir string, o Options, b hostBinaries) (hostExec, error) {
 	m, err := hostexec.NewMatcher(o.HostExecSelectors)
 	if err != nil {
 		return hostExec{}, err
@@ -40,41 +121,10 @@ func newHostExec(dir string, o Options) (hostExec, error) {
 		stages:    renderStages(m.StageExpression()),
 		readyFile: filepath.Join(dir, "hostexec.ready"),
 	}
-	src, err := operatorBinary(o.OperatorBinary)
-	if err != nil || src == "" {
-		return hx, err
-	}
-	// A private link (or copy): `go run ... sandbox up` deletes its binary on exit and
-	// a rebuild must not change what a running sandbox executes.
-	hx.binary = filepath.Join(dir, "bin", operatorBinaryName)
-	if err := linkOrCopy(src, hx.binary); err != nil {
-		return hx, fmt.Errorf("hostexec: installing %s: %w", src, err)
+	if b.sandbox != "" && b.operator != "" {
+		hx.binary, hx.program = b.sandbox, b.operator
 	}
 	return hx, nil
-}
-
-// operatorBinary is the explicit binary, which must be executable, or else this
-// executable if it is a virt-operator binary, or else "".
-func operatorBinary(explicit string) (string, error) {
-	if explicit == "" {
-		exe, err := os.Executable()
-		if err == nil && filepath.Base(exe) == operatorBinaryName {
-			return exe, nil
-		}
-		return "", nil // not known to be a virt-operator binary: no runner
-	}
-	abs, err := filepath.Abs(explicit)
-	if err != nil {
-		return "", err
-	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("hostexec: operator binary: %w", err)
-	}
-	if st.IsDir() || st.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("hostexec: operator binary %s is not an executable file", abs)
-	}
-	return abs, nil
 }
 
 func linkOrCopy(src, dst string) error {
@@ -103,9 +153,9 @@ func linkOrCopy(src, dst string) error {
 // hostExecArgs is the runner's command line (after the binary).
 func hostExecArgs(l layout, hx hostExec) []string {
 	args := []string{
-		"sandbox", "hostexec",
+		"hostexec",
 		"--kubeconfig=" + l.Kubeconfig,
-		"--binary=" + hx.binary,
+		"--binary=" + hx.program,
 		"--log-dir=" + filepath.Join(l.Dir, "logs"),
 		"--work-dir=" + filepath.Join(l.Dir, "hostexec"),
 		"--ready-file=" + hx.readyFile,

@@ -30,7 +30,7 @@ type process struct {
 }
 
 // startProcess starts bin detached from this process (own process group, no stdin,
-// output appended to logPath, env added to ours) so it survives the exit of `sandbox up`.
+// output appended to logPath, env added to ours) so it survives the exit of `virt-sandbox up`.
 func startProcess(name, bin string, args, env []string, logPath string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

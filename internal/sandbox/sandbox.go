@@ -27,10 +27,16 @@ type Options struct {
 	AuditUsers []string
 	Log        io.Writer // progress lines; nil = discard
 
-	// OperatorBinary is the virt-operator binary that runs host-executed pods (see
-	// package hostexec) and the runner itself (`virt-operator sandbox hostexec`).
-	// Default: this executable when it is named virt-operator; otherwise (e.g. a
-	// test binary) no runner starts and host-executed pods stay Pending.
+	// SandboxBinary is the virt-sandbox binary that runs the sandbox's own
+	// background processes: the runner of host-executed pods (`virt-sandbox
+	// hostexec`, package hostexec) and the VM simulator (`virt-sandbox vmsim`).
+	// Default: this executable when it is named virt-sandbox; otherwise (e.g. a
+	// test binary) neither starts and host-executed pods stay Pending.
+	SandboxBinary string
+	// OperatorBinary is the virt-operator binary that runs host-executed pods of
+	// the operator's image (the install-strategy Job's `virt-operator
+	// --dump-install-strategy`). Default: a virt-operator beside SandboxBinary; the
+	// runner starts only with both known.
 	OperatorBinary string
 	// HostExecSelectors select the host-executed pods besides the
 	// sandbox.virt-operator.io/host-exec=true label; nil: hostexec.DefaultSelectors.
@@ -41,7 +47,7 @@ type Options struct {
 	HostExecImages map[string]string
 	// MigrationDuration is how long the VM simulator (package vmsim) takes per live
 	// migration; 0: vmsim.DefaultMigrationDuration. The simulator runs when
-	// OperatorBinary is known, with the VM kinds' CRDs of the default release.
+	// SandboxBinary is known, with the VM kinds' CRDs of the default release.
 	MigrationDuration time.Duration
 	// NoVMSim keeps the VM simulator from running: for KubeVirt's own
 	// virt-controller, which must not meet it.
@@ -123,7 +129,7 @@ func prepareDir(dir string) error {
 	switch {
 	case err == nil:
 		if alive := running(st); len(alive) > 0 {
-			return fmt.Errorf("a sandbox is already running in %s (%s pid %d): run sandbox down --dir %s", dir, alive[0].Name, alive[0].Pid, dir)
+			return fmt.Errorf("a sandbox is already running in %s (%s pid %d): run virt-sandbox down --dir %s", dir, alive[0].Name, alive[0].Pid, dir)
 		}
 		if err := Down(dir); err != nil {
 			return err
@@ -152,7 +158,11 @@ func (s *Sandbox) up(ctx context.Context, o Options, binDir string) error {
 	l := newLayout(s.Dir, ports, auditLog)
 	l.AuditUsers = o.AuditUsers
 	s.layout = l
-	hx, err := newHostExec(s.Dir, o)
+	bins, err := installBinaries(s.Dir, o)
+	if err != nil {
+		return err
+	}
+	hx, err := newHostExec(s.Dir, o, bins)
 	if err != nil {
 		return err
 	}
@@ -191,12 +201,17 @@ func (s *Sandbox) up(ctx context.Context, o Options, binDir string) error {
 	if err := s.start("kwok", bin("kwok"), kwokArgs(l), kwokEnv); err != nil {
 		return err
 	}
-	if hx.binary == "" {
-		s.logf("no virt-operator binary (Options.OperatorBinary): host-executed pods will stay Pending")
-	} else if err := s.start(hostExecName, hx.binary, hostExecArgs(l, hx), nil); err != nil {
-		return err
+	switch {
+	case bins.sandbox == "":
+		s.logf("no virt-sandbox binary (Options.SandboxBinary): no VM simulator, and host-executed pods will stay Pending")
+	case hx.binary == "":
+		s.logf("no virt-operator binary (Options.OperatorBinary, or one beside virt-sandbox): host-executed pods will stay Pending")
+	default:
+		if err := s.start(hostExecName, hx.binary, hostExecArgs(l, hx), nil); err != nil {
+			return err
+		}
 	}
-	vs, err := newVMSim(s.Dir, o, hx)
+	vs, err := newVMSim(s.Dir, o, bins)
 	if err != nil {
 		return err
 	}

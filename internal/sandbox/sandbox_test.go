@@ -306,9 +306,9 @@ func TestRenderStagesAndHostExecArgs(t *testing.T) {
 	}
 
 	l := newLayout("/sb", []int{1, 2, 3}, "")
-	hx := hostExec{binary: "/sb/bin/virt-operator", readyFile: "/sb/hostexec.ready"}
+	hx := hostExec{binary: "/sb/bin/virt-sandbox", program: "/sb/bin/virt-operator", readyFile: "/sb/hostexec.ready"}
 	args := strings.Join(hostExecArgs(l, hx), " ")
-	want := "sandbox hostexec --kubeconfig=/sb/kubeconfig --binary=/sb/bin/virt-operator --log-dir=/sb/logs --work-dir=/sb/hostexec --ready-file=/sb/hostexec.ready"
+	want := "hostexec --kubeconfig=/sb/kubeconfig --binary=/sb/bin/virt-operator --log-dir=/sb/logs --work-dir=/sb/hostexec --ready-file=/sb/hostexec.ready"
 	if args != want {
 		t.Errorf("args\n%s\nwant\n%s", args, want)
 	}
@@ -322,29 +322,57 @@ func TestRenderStagesAndHostExecArgs(t *testing.T) {
 	}
 }
 
-func TestOperatorBinary(t *testing.T) {
-	// A test binary is not a virt-operator binary: no runner by default.
-	if got, err := operatorBinary(""); got != "" || err != nil {
-		t.Errorf("default: %q, %v", got, err)
+func TestResolveBinaries(t *testing.T) {
+	// A test binary is not a virt-sandbox binary: neither by default.
+	if sb, op, err := resolveBinaries("", ""); sb != "" || op != "" || err != nil {
+		t.Errorf("default: %q %q, %v", sb, op, err)
 	}
-	if _, err := operatorBinary(filepath.Join(t.TempDir(), "missing")); err == nil {
-		t.Error("a missing binary was accepted")
+	if _, _, err := resolveBinaries(filepath.Join(t.TempDir(), "missing"), ""); err == nil {
+		t.Error("a missing sandbox binary was accepted")
 	}
 	dir := t.TempDir()
-	src := filepath.Join(dir, "virt-operator")
-	if err := os.WriteFile(src, []byte("#!/bin/sh\n"), 0o755); err != nil {
+	if _, _, err := resolveBinaries("", dir); err == nil {
+		t.Error("a directory was accepted as the operator binary")
+	}
+	exe := func(name string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	sandboxSrc := exe("virt-sandbox")
+	// Explicit sandbox binary, no operator beside it yet: no operator binary.
+	if sb, op, err := resolveBinaries(sandboxSrc, ""); sb != sandboxSrc || op != "" || err != nil {
+		t.Errorf("lone virt-sandbox: %q %q, %v", sb, op, err)
+	}
+	operatorSrc := exe("virt-operator")
+	if sb, op, err := resolveBinaries(sandboxSrc, ""); sb != sandboxSrc || op != operatorSrc || err != nil {
+		t.Errorf("the operator beside virt-sandbox: %q %q, %v", sb, op, err)
+	}
+	other := exe("my-operator")
+	if sb, op, err := resolveBinaries(sandboxSrc, other); sb != sandboxSrc || op != other || err != nil {
+		t.Errorf("explicit operator: %q %q, %v", sb, op, err)
+	}
+
+	b, err := installBinaries(filepath.Join(dir, "sb"), Options{SandboxBinary: sandboxSrc, OperatorBinary: other})
+	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := operatorBinary(src)
-	if err != nil || got != src {
-		t.Fatalf("explicit: %q, %v", got, err)
+	if b.sandbox != filepath.Join(dir, "sb", "bin", "virt-sandbox") || b.operator != filepath.Join(dir, "sb", "bin", "virt-operator") {
+		t.Errorf("installed %+v", b)
 	}
-	dst := filepath.Join(dir, "sb", "bin", "virt-operator")
-	if err := linkOrCopy(src, dst); err != nil {
-		t.Fatal(err)
+	for _, path := range []string{b.sandbox, b.operator} {
+		if st, err := os.Stat(path); err != nil || st.Mode()&0o111 == 0 {
+			t.Errorf("installed binary %s: %v %v", path, st, err)
+		}
 	}
-	if st, err := os.Stat(dst); err != nil || st.Mode()&0o111 == 0 {
-		t.Errorf("installed binary: %v %v", st, err)
+	// The runner needs both; the simulator only the sandbox binary.
+	if hx, _ := newHostExec(dir, Options{}, hostBinaries{sandbox: b.sandbox}); hx.binary != "" {
+		t.Errorf("runner without an operator binary: %q", hx.binary)
+	}
+	if hx, _ := newHostExec(dir, Options{}, b); hx.binary != b.sandbox || hx.program != b.operator {
+		t.Errorf("runner %q running pods with %q", hx.binary, hx.program)
 	}
 }
 

@@ -25,18 +25,18 @@ var vmSimCRDs = []string{
 
 // vmSim is the sandbox's set-up of the VM simulator (package vmsim).
 type vmSim struct {
-	binary    string // the virt-operator binary; "" when the simulator does not start
+	binary    string // the virt-sandbox binary; "" when the simulator does not start
 	duration  time.Duration
 	lean      bool   // --podless --skip-transitional-phases
 	readyFile string // written by the simulator once its caches are synced
 	crds      []*apiextensionsv1.CustomResourceDefinition
 }
 
-// newVMSim runs the simulator with the host-exec runner's binary, unless
+// newVMSim runs the simulator with the sandbox binary, when it is known, unless
 // Options.NoVMSim (the real virt-controller stands in instead).
-func newVMSim(dir string, o Options, hx hostExec) (vmSim, error) {
+func newVMSim(dir string, o Options, b hostBinaries) (vmSim, error) {
 	vs := vmSim{duration: o.MigrationDuration, lean: o.LeanVMs, readyFile: filepath.Join(dir, "vmsim.ready")}
-	if hx.binary == "" || o.NoVMSim {
+	if b.sandbox == "" || o.NoVMSim {
 		return vs, nil
 	}
 	all, err := generate.ReleaseCRDs(release.Default())
@@ -48,14 +48,14 @@ func newVMSim(dir string, o Options, hx hostExec) (vmSim, error) {
 			vs.crds = append(vs.crds, crd)
 		}
 	}
-	vs.binary = hx.binary
+	vs.binary = b.sandbox
 	return vs, nil
 }
 
 // vmSimArgs is the simulator's command line (after the binary).
 func vmSimArgs(l layout, vs vmSim) []string {
 	args := []string{
-		"sandbox", "vmsim",
+		"vmsim",
 		"--kubeconfig=" + l.Kubeconfig,
 		"--ready-file=" + vs.readyFile,
 	}

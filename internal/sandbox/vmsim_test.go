@@ -8,19 +8,19 @@ import (
 )
 
 func TestVMSimStartsWithTheRunnerUnlessDisabled(t *testing.T) {
-	hx := hostExec{binary: "/sb/bin/virt-operator"}
+	bins := hostBinaries{sandbox: "/sb/bin/virt-sandbox"}
 	for _, tc := range []struct {
 		name  string
 		o     Options
-		hx    hostExec
+		bins  hostBinaries
 		start bool
 	}{
-		{"binary", Options{MigrationDuration: time.Second}, hx, true},
-		{"no binary", Options{}, hostExec{}, false},
-		{"disabled for KubeVirt's own virt-controller", Options{NoVMSim: true}, hx, false},
+		{"binary", Options{MigrationDuration: time.Second}, bins, true},
+		{"no binary", Options{}, hostBinaries{operator: "/sb/bin/virt-operator"}, false},
+		{"disabled for KubeVirt's own virt-controller", Options{NoVMSim: true}, bins, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			vs, err := newVMSim("/sb", tc.o, tc.hx)
+			vs, err := newVMSim("/sb", tc.o, tc.bins)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,15 +41,15 @@ func TestVMSimStartsWithTheRunnerUnlessDisabled(t *testing.T) {
 	}
 
 	l := newLayout("/sb", []int{1, 2, 3}, "")
-	args := strings.Join(vmSimArgs(l, vmSim{binary: "/sb/bin/virt-operator", readyFile: "/sb/vmsim.ready", duration: 300 * time.Millisecond}), " ")
-	if want := "sandbox vmsim --kubeconfig=/sb/kubeconfig --ready-file=/sb/vmsim.ready --migration-duration=300ms"; args != want {
+	args := strings.Join(vmSimArgs(l, vmSim{binary: "/sb/bin/virt-sandbox", readyFile: "/sb/vmsim.ready", duration: 300 * time.Millisecond}), " ")
+	if want := "vmsim --kubeconfig=/sb/kubeconfig --ready-file=/sb/vmsim.ready --migration-duration=300ms"; args != want {
 		t.Errorf("args\n%s\nwant\n%s", args, want)
 	}
 	if args := vmSimArgs(l, vmSim{readyFile: "/sb/vmsim.ready"}); strings.Contains(strings.Join(args, " "), "duration") || strings.Contains(strings.Join(args, " "), "skip") {
 		t.Errorf("defaults passed: %v", args)
 	}
 	o := Options{LeanVMs: true}
-	vs, err := newVMSim(t.TempDir(), o, hostExec{binary: "/sb/bin/virt-operator"})
+	vs, err := newVMSim(t.TempDir(), o, bins)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@
 // specified backoff limit"); the process's error is in the pod's terminated state
 // (status.containerStatuses[].state.terminated.message).
 //
-// In the sandbox the runner is a background process, `virt-operator sandbox
-// hostexec` (hidden), started by sandbox.Up and stopped by Down like the other
-// components.
+// In the sandbox the runner is a background process, `virt-sandbox hostexec`
+// (hidden), started by sandbox.Up and stopped by Down like the other components;
+// it runs the operator's pods with the virt-operator binary.
 package hostexec

@@ -12,10 +12,17 @@ import (
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 )
 
+// binary is one of the repository's commands, built once per test process.
+type binary struct {
+	pkg, name string
+	once      sync.Once
+	path      string
+	err       error
+}
+
 var (
-	buildOnce  sync.Once
-	builtPath  string
-	buildError error
+	operatorBin = &binary{pkg: "./cmd/virt-operator", name: "virt-operator"}
+	sandboxBin  = &binary{pkg: "./cmd/virt-sandbox", name: "virt-sandbox"}
 )
 
 // OperatorBinary builds ./cmd/virt-operator (once per test process) into
@@ -24,22 +31,35 @@ var (
 // directory, so a later rebuild does not affect running sandboxes.
 func OperatorBinary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() { builtPath, buildError = buildOperator() })
-	if buildError != nil {
-		t.Fatal(buildError)
-	}
-	return builtPath
+	return operatorBin.build(t)
+}
+
+// SandboxBinary builds ./cmd/virt-sandbox as OperatorBinary builds the operator:
+// the binary of the sandbox's pod runner and VM simulator.
+func SandboxBinary(t testing.TB) string {
+	t.Helper()
+	return sandboxBin.build(t)
 }
 
 // WithHostExec is a Start option running host-executed pods (package
-// sandbox/hostexec) with a freshly built virt-operator binary.
+// sandbox/hostexec) and the VM simulator with freshly built virt-sandbox and
+// virt-operator binaries.
 func WithHostExec(t testing.TB) func(*sandbox.Options) {
 	t.Helper()
-	bin := OperatorBinary(t)
-	return func(o *sandbox.Options) { o.OperatorBinary = bin }
+	sandboxPath, operatorPath := SandboxBinary(t), OperatorBinary(t)
+	return func(o *sandbox.Options) { o.SandboxBinary, o.OperatorBinary = sandboxPath, operatorPath }
 }
 
-func buildOperator() (string, error) {
+func (b *binary) build(t testing.TB) string {
+	t.Helper()
+	b.once.Do(func() { b.path, b.err = buildCommand(b.pkg, b.name) })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+func buildCommand(pkg, name string) (string, error) {
 	root := RepoRoot()
 	dir := filepath.Join(root, ".cache", "test-bin")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -52,13 +72,13 @@ func buildOperator() (string, error) {
 		return "", err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	out := filepath.Join(tmp, "virt-operator")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/virt-operator")
+	out := filepath.Join(tmp, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the virt-operator binary: %w\n%s", err, msg)
+		return "", fmt.Errorf("building the %s binary: %w\n%s", name, err, msg)
 	}
-	final := filepath.Join(dir, "virt-operator")
+	final := filepath.Join(dir, name)
 	if err := os.Rename(out, final); err != nil {
 		return "", err
 	}

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/sandbox/hostexec"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 )
@@ -149,8 +148,8 @@ func TestHostExecutedJobs(t *testing.T) {
 // process dies with it, and a new runner marks the pod Failed instead of running it
 // again.
 func TestRunnerRestart(t *testing.T) {
-	bin := sandboxtest.OperatorBinary(t)
-	s := sandboxtest.Start(t, 1, func(o *sandbox.Options) { o.OperatorBinary = bin })
+	bin, sandboxBin := sandboxtest.OperatorBinary(t), sandboxtest.SandboxBinary(t)
+	s := sandboxtest.Start(t, 1, sandboxtest.WithHostExec(t))
 	c, err := kubernetes.NewForConfig(s.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +183,7 @@ func TestRunnerRestart(t *testing.T) {
 	poll(t, 10*time.Second, "the pod's process gone with the runner", func() bool { return !alive(sleepPid) })
 
 	// A new runner (as if the sandbox restarted it) fails the orphaned pod.
-	again := exec.Command(bin, "sandbox", "hostexec", "--kubeconfig="+s.Kubeconfig(), "--binary="+bin,
+	again := exec.Command(sandboxBin, "hostexec", "--kubeconfig="+s.Kubeconfig(), "--binary="+bin,
 		"--log-dir="+filepath.Join(s.Dir, "logs"), "--work-dir="+filepath.Join(s.Dir, "hostexec"))
 	againLog, err := os.Create(filepath.Join(s.Dir, "logs", "hostexec-again.log"))
 	if err != nil {

@@ -1,5 +1,5 @@
-// Package run_test checks `virt-operator sandbox run`, the command behind
-// `make run`, the way a user meets it: the real binary in a child process,
+// Package run_test checks `virt-sandbox run`, the command behind `make run`,
+// the way a user meets it: the real binaries in a child process,
 // used from "a second shell" through the kubeconfig it prints, then Ctrl-C.
 package run_test
 
@@ -27,15 +27,17 @@ import (
 
 func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 	root := sandboxtest.RepoRoot()
-	bin := filepath.Join(t.TempDir(), "virt-operator")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/virt-operator")
+	// As make build does: both binaries in one folder, virt-sandbox running the
+	// virt-operator beside it for the install-strategy Job.
+	binDir := t.TempDir()
+	build := exec.Command("go", "build", "-o", binDir+"/", "./cmd/virt-operator", "./cmd/virt-sandbox")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the binary: %v\n%s", err, out)
+		t.Fatalf("building the binaries: %v\n%s", err, out)
 	}
 
 	dir := filepath.Join(t.TempDir(), "sandbox")
-	cmd := exec.Command(bin, "sandbox", "run", "--dir", dir, "--nodes", "3",
+	cmd := exec.Command(filepath.Join(binDir, "virt-sandbox"), "run", "--dir", dir, "--nodes", "3",
 		"--sample", filepath.Join(root, "config", "samples", "kubevirt.yaml"),
 		"--crd-dir", filepath.Join(root, "config", "crd", "bases"),
 		"--vms", "4", "--non-migratable", "1", "--demo-upgrade", "v1.9.0", "--migration-duration", "300ms")

@@ -1,5 +1,5 @@
 // Package vmsim_test checks the sandbox's VM simulator end to end: VMs and VMIs
-// created like `sandbox vms create` does, launcher pods with virt-controller's
+// created like `virt-sandbox vms create` does, launcher pods with virt-controller's
 // launcher image, migrations that succeed or fail on request, and evictions that
 // restart a VM with the new image.
 package vmsim_test
@@ -292,7 +292,7 @@ func TestSimulatedVMs(t *testing.T) {
 			t.Fatalf("migration %q after the kill (%v): the simulator was not killed mid-migration", m.Status.Phase, err)
 		}
 		// A second simulator, as after a crash; this test stops it.
-		again := exec.Command(sandboxtest.OperatorBinary(t), "sandbox", "vmsim", "--kubeconfig="+e.sb.Kubeconfig(),
+		again := exec.Command(sandboxtest.SandboxBinary(t), "vmsim", "--kubeconfig="+e.sb.Kubeconfig(),
 			"--migration-duration="+duration.String())
 		log := filepath.Join(t.TempDir(), "vmsim-again.log")
 		out, err := os.Create(log)

@@ -1,4 +1,4 @@
-package cli
+package sandboxcli
 
 import (
 	"errors"
@@ -11,13 +11,14 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/virt-operator/virt-operator/internal/cliutil"
 	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 )
 
-// NewSandboxVMSimCommand returns the hidden `sandbox vmsim`: the sandbox's VM
-// simulator (package vmsim), started in the background by `sandbox up` and stopped
-// by `sandbox down`.
-func NewSandboxVMSimCommand() *cobra.Command {
+// NewVMSimCommand returns the hidden `virt-sandbox vmsim`: the sandbox's VM
+// simulator (package vmsim), started in the background by `virt-sandbox up` and stopped
+// by `virt-sandbox down`.
+func NewVMSimCommand() *cobra.Command {
 	var (
 		o                 vmsim.Options
 		kubeconfig, ready string
@@ -25,17 +26,17 @@ func NewSandboxVMSimCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:           "vmsim",
-		Short:         "Simulate virt-controller and virt-handler for VMs, VMIs and migrations (started by sandbox up)",
+		Short:         "Simulate virt-controller and virt-handler for VMs, VMIs and migrations (started by virt-sandbox up)",
 		Hidden:        true,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
-				return UsageError(errors.New("--kubeconfig is required"))
+				return cliutil.UsageError(errors.New("--kubeconfig is required"))
 			}
 			if o.MigrationDuration <= 0 {
-				return UsageError(errors.New("--migration-duration must be positive"))
+				return cliutil.UsageError(errors.New("--migration-duration must be positive"))
 			}
 			level := slog.LevelInfo
 			if verbose {
@@ -60,7 +61,7 @@ func NewSandboxVMSimCommand() *cobra.Command {
 					stop()
 				}
 			}()
-			return ignoreCanceled(vmsim.Run(ctx, cfg, o))
+			return cliutil.IgnoreCanceled(vmsim.Run(ctx, cfg, o))
 		},
 	}
 	f := cmd.Flags()

@@ -1,4 +1,4 @@
-package cli
+package sandboxcli
 
 import (
 	"errors"
@@ -14,13 +14,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/virt-operator/virt-operator/internal/cliutil"
 	"github.com/virt-operator/virt-operator/internal/sandbox/hostexec"
 )
 
-// NewSandboxHostExecCommand returns the hidden `sandbox hostexec`: the sandbox's
+// NewHostExecCommand returns the hidden `virt-sandbox hostexec`: the sandbox's
 // runner of host-executed pods (package hostexec), started in the background by
-// `sandbox up` and stopped by `sandbox down`.
-func NewSandboxHostExecCommand() *cobra.Command {
+// `virt-sandbox up` and stopped by `virt-sandbox down`.
+func NewHostExecCommand() *cobra.Command {
 	var (
 		o                 hostexec.Options
 		images            []string
@@ -28,18 +29,18 @@ func NewSandboxHostExecCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:    "hostexec",
-		Short:  "Run the sandbox's host-executed pods as host processes (started by sandbox up)",
+		Short:  "Run the sandbox's host-executed pods as host processes (started by virt-sandbox up)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kubeconfig == "" {
-				return UsageError(errors.New("--kubeconfig is required"))
+				return cliutil.UsageError(errors.New("--kubeconfig is required"))
 			}
 			o.Programs.Images = map[string]string{}
 			for _, m := range images {
 				image, prog, ok := strings.Cut(m, "=")
 				if !ok || image == "" || prog == "" {
-					return UsageError(fmt.Errorf("--image %q: want IMAGE=PROGRAM", m))
+					return cliutil.UsageError(fmt.Errorf("--image %q: want IMAGE=PROGRAM", m))
 				}
 				o.Programs.Images[image] = prog
 			}
@@ -57,7 +58,7 @@ func NewSandboxHostExecCommand() *cobra.Command {
 			}
 			r, err := hostexec.NewRunner(client, o)
 			if err != nil {
-				return UsageError(err)
+				return cliutil.UsageError(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -1,4 +1,4 @@
-package cli
+package sandboxcli
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/cliutil/clitest"
 )
 
 func TestSandboxRunRefusesBadDemoCounts(t *testing.T) {
@@ -18,8 +19,8 @@ func TestSandboxRunRefusesBadDemoCounts(t *testing.T) {
 		{[]string{"--vms", "2", "--non-migratable", "3"}, "--non-migratable"},
 		{[]string{"--non-migratable", "-1"}, "--non-migratable"},
 	} {
-		out, err := runCommand(t, NewSandboxRunCommand(), append([]string{"--dir", t.TempDir()}, tc.args...)...)
-		assertUsageError(t, out, err, tc.want)
+		out, err := clitest.Run(t, NewRunCommand(), append([]string{"--dir", t.TempDir()}, tc.args...)...)
+		clitest.AssertUsageError(t, out, err, tc.want)
 	}
 }
 

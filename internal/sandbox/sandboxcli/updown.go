@@ -1,4 +1,4 @@
-package cli
+package sandboxcli
 
 import (
 	"errors"
@@ -10,39 +10,30 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/virt-operator/virt-operator/internal/cliutil"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 )
 
-// NewSandboxCommand returns the `sandbox` command with its `up` and `down`
-// subcommands; callers may add more with AddCommand.
-func NewSandboxCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "sandbox",
-		Short: "Run a local control plane with kwok nodes for developing and testing the operator",
-		Args:  cobra.NoArgs,
-	}
-	cmd.AddCommand(newSandboxUpCommand(), newSandboxDownCommand())
-	return cmd
-}
+// DefaultDir is the --dir default of the commands.
+const DefaultDir = "_sandbox"
 
-// DefaultSandboxDir is the --dir default of the sandbox commands.
-const DefaultSandboxDir = "_sandbox"
-
-func newSandboxUpCommand() *cobra.Command {
+func newUpCommand() *cobra.Command {
 	var o sandbox.Options
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a sandbox and leave it running; prints the KUBECONFIG export line",
 		Long: `Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok as
 background processes, create kwok nodes and install the CRDs. Progress goes to stderr;
-the last line, on stdout, is "export KUBECONFIG=DIR/kubeconfig". Stop with "sandbox down".`,
+the last line, on stdout, is "export KUBECONFIG=DIR/kubeconfig". Stop with "virt-sandbox down".
+The hostexec runner and the VM simulator run from this binary; the install-strategy
+Job's pods run the virt-operator binary beside it.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.MigrationDuration <= 0 {
-				return UsageError(fmt.Errorf("--migration-duration must be positive, got %s", o.MigrationDuration))
+				return cliutil.UsageError(fmt.Errorf("--migration-duration must be positive, got %s", o.MigrationDuration))
 			}
 			if !cmd.Flags().Changed("crd-dir") {
 				o.CRDDir = DefaultCRDDir()
@@ -60,7 +51,7 @@ the last line, on stdout, is "export KUBECONFIG=DIR/kubeconfig". Stop with "sand
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Dir, "dir", DefaultSandboxDir, "working directory of the sandbox (kubeconfig, logs, state)")
+	f.StringVar(&o.Dir, "dir", DefaultDir, "working directory of the sandbox (kubeconfig, logs, state)")
 	f.IntVar(&o.Nodes, "nodes", 3, "number of kwok nodes to create")
 	f.StringVar(&o.AuditLog, "audit-log", "", "file for kube-apiserver's audit log (Metadata level); empty: no audit log")
 	f.StringVar(&o.CRDDir, "crd-dir", "", "directory whose *.yaml CRDs are installed (default <repo>/config/crd/bases if it exists; \"\" for none)")
@@ -69,7 +60,7 @@ the last line, on stdout, is "export KUBECONFIG=DIR/kubeconfig". Stop with "sand
 	return cmd
 }
 
-func newSandboxDownCommand() *cobra.Command {
+func newDownCommand() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:          "down",
@@ -80,7 +71,7 @@ func newSandboxDownCommand() *cobra.Command {
 			return sandbox.Down(dir)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", DefaultSandboxDir, "working directory of the sandbox")
+	cmd.Flags().StringVar(&dir, "dir", DefaultDir, "working directory of the sandbox")
 	return cmd
 }
 

@@ -1,8 +1,10 @@
-package cli
+package sandboxcli
 
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/virt-operator/virt-operator/internal/cliutil/clitest"
 )
 
 func TestSandboxVMsCreateBadInput(t *testing.T) {
@@ -20,9 +22,9 @@ func TestSandboxVMsCreateBadInput(t *testing.T) {
 		{"dir missing", []string{"--dir", filepath.Join(emptyDir, "nope"), "--count", "2"}, "no sandbox"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := NewSandboxVMsCommand()
-			out, err := runCommand(t, cmd, append([]string{"create"}, tc.args...)...)
-			assertUsageError(t, out, err, tc.want)
+			cmd := NewVMsCommand()
+			out, err := clitest.Run(t, cmd, append([]string{"create"}, tc.args...)...)
+			clitest.AssertUsageError(t, out, err, tc.want)
 		})
 	}
 }
@@ -37,15 +39,15 @@ func TestSandboxVMSimBadInput(t *testing.T) {
 		{"zero duration", []string{"--kubeconfig", "k", "--migration-duration", "0s"}, "--migration-duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := runCommand(t, NewSandboxVMSimCommand(), tc.args...)
-			assertUsageError(t, out, err, tc.want)
+			out, err := clitest.Run(t, NewVMSimCommand(), tc.args...)
+			clitest.AssertUsageError(t, out, err, tc.want)
 		})
 	}
 }
 
 func TestSandboxUpAndRunRefuseZeroMigrationDuration(t *testing.T) {
-	out, err := runCommand(t, NewSandboxCommand(), "up", "--dir", t.TempDir(), "--migration-duration", "0s")
-	assertUsageError(t, out, err, "--migration-duration")
-	out, err = runCommand(t, NewSandboxRunCommand(), "--dir", t.TempDir(), "--migration-duration", "-1s")
-	assertUsageError(t, out, err, "--migration-duration")
+	out, err := clitest.Run(t, NewRootCommand(), "up", "--dir", t.TempDir(), "--migration-duration", "0s")
+	clitest.AssertUsageError(t, out, err, "--migration-duration")
+	out, err = clitest.Run(t, NewRunCommand(), "--dir", t.TempDir(), "--migration-duration", "-1s")
+	clitest.AssertUsageError(t, out, err, "--migration-duration")
 }

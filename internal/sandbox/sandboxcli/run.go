@@ -1,4 +1,4 @@
-package cli
+package sandboxcli
 
 import (
 	"context"
@@ -22,16 +22,17 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/config/manager"
 	"github.com/virt-operator/virt-operator/config/rbac"
+	"github.com/virt-operator/virt-operator/internal/cliutil"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/operator"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 )
 
-// NewSandboxRunCommand returns `sandbox run`, what `make run` calls: a sandbox,
+// NewRunCommand returns `run`, what `make run` calls: a sandbox,
 // the operator in the foreground against it, and the sample KubeVirt CR;
 // Ctrl-C stops the operator and tears the sandbox down.
-func NewSandboxRunCommand() *cobra.Command {
+func NewRunCommand() *cobra.Command {
 	var (
 		dir, sample, crdDir, logFormat, operatorImage string
 		nodes                                         int
@@ -46,19 +47,19 @@ func NewSandboxRunCommand() *cobra.Command {
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if migrationDuration <= 0 {
-				return UsageError(fmt.Errorf("--migration-duration must be positive, got %s", migrationDuration))
+				return cliutil.UsageError(fmt.Errorf("--migration-duration must be positive, got %s", migrationDuration))
 			}
 			if err := show.validate(); err != nil {
-				return UsageError(err)
+				return cliutil.UsageError(err)
 			}
-			kv, err := loadKubeVirt(sample)
+			kv, err := cliutil.LoadKubeVirt(sample)
 			if err != nil {
-				return UsageError(err)
+				return cliutil.UsageError(err)
 			}
 			if kv.Namespace == "" {
-				kv.Namespace = DefaultNamespace()
+				kv.Namespace = cliutil.DefaultNamespace()
 			}
-			if err := SetupLogging(logFormat); err != nil {
+			if err := cliutil.SetupLogging(logFormat, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -69,7 +70,7 @@ func NewSandboxRunCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", DefaultSandboxDir, "sandbox directory (kubeconfig, logs, data); removed on exit")
+	f.StringVar(&dir, "dir", DefaultDir, "sandbox directory (kubeconfig, logs, data); removed on exit")
 	f.IntVar(&nodes, "nodes", 3, "number of simulated nodes")
 	f.StringVar(&sample, "sample", "config/samples/kubevirt.yaml", "KubeVirt CR to apply once the operator runs")
 	f.StringVar(&crdDir, "crd-dir", DefaultCRDDir(), "directory of the CRDs to install")
@@ -155,7 +156,7 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 	select {
 	case <-ctx.Done():
 		stopOperator()
-		return ignoreCanceled(<-opDone)
+		return cliutil.IgnoreCanceled(<-opDone)
 	case err := <-opDone:
 		return fmt.Errorf("the operator stopped: %w", err)
 	}
@@ -198,11 +199,4 @@ func freeLocalAddr() (string, error) {
 	}
 	defer l.Close()
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Addr().(*net.TCPAddr).Port)), nil
-}
-
-func ignoreCanceled(err error) error {
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }

@@ -1,4 +1,4 @@
-package cli
+package sandboxcli
 
 import (
 	"errors"
@@ -10,21 +10,22 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/virt-operator/virt-operator/internal/cliutil"
 	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 )
 
-// NewSandboxVMsCommand returns `sandbox vms` with its `create` subcommand.
-func NewSandboxVMsCommand() *cobra.Command {
+// NewVMsCommand returns `virt-sandbox vms` with its `create` subcommand.
+func NewVMsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "vms",
 		Short: "Manage simulated virtual machines in a sandbox",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newSandboxVMsCreateCommand())
+	cmd.AddCommand(newVMsCreateCommand())
 	return cmd
 }
 
-func newSandboxVMsCreateCommand() *cobra.Command {
+func newVMsCreateCommand() *cobra.Command {
 	var (
 		dir string
 		o   vmsim.CreateOptions
@@ -42,19 +43,19 @@ with the current virt-launcher image and makes it Running.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case o.Count < 1:
-				return UsageError(fmt.Errorf("--count must be at least 1, got %d", o.Count))
+				return cliutil.UsageError(fmt.Errorf("--count must be at least 1, got %d", o.Count))
 			case o.NonMigratable < 0:
-				return UsageError(fmt.Errorf("--non-migratable must not be negative, got %d", o.NonMigratable))
+				return cliutil.UsageError(fmt.Errorf("--non-migratable must not be negative, got %d", o.NonMigratable))
 			case o.NonMigratable > o.Count:
-				return UsageError(fmt.Errorf("--non-migratable (%d) must not exceed --count (%d)", o.NonMigratable, o.Count))
+				return cliutil.UsageError(fmt.Errorf("--non-migratable (%d) must not exceed --count (%d)", o.NonMigratable, o.Count))
 			}
 			kubeconfig := filepath.Join(dir, "kubeconfig")
 			if _, err := os.Stat(kubeconfig); err != nil {
-				return UsageError(fmt.Errorf("--dir %s: no sandbox there (%w); start one with sandbox up", dir, errors.Unwrap(err)))
+				return cliutil.UsageError(fmt.Errorf("--dir %s: no sandbox there (%w); start one with virt-sandbox up", dir, errors.Unwrap(err)))
 			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
-				return UsageError(fmt.Errorf("--dir %s: %w", dir, err))
+				return cliutil.UsageError(fmt.Errorf("--dir %s: %w", dir, err))
 			}
 			c, err := vmsim.NewClient(cfg)
 			if err != nil {
@@ -71,7 +72,7 @@ with the current virt-launcher image and makes it Running.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "dir", DefaultSandboxDir, "working directory of the sandbox")
+	f.StringVar(&dir, "dir", DefaultDir, "working directory of the sandbox")
 	f.IntVar(&o.Count, "count", 0, "number of VMs to create")
 	f.IntVar(&o.NonMigratable, "non-migratable", 0, "how many of them (the last ones) are not live-migratable")
 	f.StringVar(&o.Namespace, "namespace", vmsim.DefaultNamespace, "namespace of the VMs")
