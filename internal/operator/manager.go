@@ -193,8 +193,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaseDuration:           &leaseDuration,
 		RenewDeadline:           &renewDeadline,
 		RetryPeriod:             &retryPeriod,
-		// Release the lease on shutdown so a successor does not wait a full lease.
+		// Release the lease on shutdown so a successor does not wait a full lease,
+		// and log that as the stop it is, not as a lost election.
 		LeaderElectionReleaseOnCancel: true,
+		Logger:                        shutdownLogger(ctx, ctrl.Log),
 		Cache:                         cache.Options{ByObject: cacheByObject(o.Namespace), DefaultTransform: cacheTransform()},
 		// Tests run one operator after another in the same process; the
 		// controller's name is only unique per manager.
