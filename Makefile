@@ -15,6 +15,9 @@ NODES        ?= 3
 VMS            ?= 6
 NON_MIGRATABLE ?= 2
 UPGRADE_TO     ?= v1.9.0
+# make run: LOG=1 shows the operator's log in the terminal instead of
+# $(SANDBOX_DIR)/logs/virt-operator.log.
+LOG            ?=
 GO_TEST_FLAGS ?=
 
 .PHONY: all build generate verify-generate tools cluster-bins vet lint test test-unit test-integration test-e2e run bench clean
@@ -79,10 +82,11 @@ test-e2e: cluster-bins build
 test: verify-generate vet lint test-unit test-integration test-e2e
 
 # Brings up a sandbox cluster, runs the operator in the foreground against it and
-# applies the sample KubeVirt CR; Ctrl-C tears everything down.
+# applies the sample KubeVirt CR; Ctrl-C tears everything down. The terminal shows
+# the progress; the operator's log goes to a file (LOG=1: to the terminal).
 run: cluster-bins build
 	bin/virt-sandbox run --dir $(SANDBOX_DIR) --nodes $(NODES) --sample config/samples/kubevirt.yaml \
-		--vms $(VMS) --non-migratable $(NON_MIGRATABLE) --demo-upgrade "$(UPGRADE_TO)"
+		--vms $(VMS) --non-migratable $(NON_MIGRATABLE) --demo-upgrade "$(UPGRADE_TO)" $(if $(filter-out 0,$(LOG)),--log-to-terminal)
 
 # Go benchmarks of the pure code, then the operator on sandboxes: its lifecycle on
 # 3 nodes (install, upgrade, uninstall, peak memory), the virt-handler canary on 200

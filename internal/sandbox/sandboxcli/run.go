@@ -29,15 +29,17 @@ import (
 	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 )
 
-// NewRunCommand returns `run`, what `make run` calls: a sandbox,
-// the operator in the foreground against it, and the sample KubeVirt CR;
-// Ctrl-C stops the operator and tears the sandbox down.
+// NewRunCommand returns `run`, what `make run` calls: a sandbox, the operator in
+// the foreground against it, and the sample KubeVirt CR; Ctrl-C stops the
+// operator and tears the sandbox down. The terminal shows the story (the
+// sandbox's start-up, the demo's progress); the operator's log goes to
+// DIR/logs/virt-operator.log unless --log-to-terminal.
 func NewRunCommand() *cobra.Command {
 	var (
-		dir, sample, crdDir, logFormat, operatorImage string
-		nodes                                         int
-		migrationDuration                             time.Duration
-		show                                          demo
+		o                                       runOptions
+		dir, sample, crdDir, logFormat, opImage string
+		nodes                                   int
+		migrationDuration                       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:           "run",
@@ -49,8 +51,11 @@ func NewRunCommand() *cobra.Command {
 			if migrationDuration <= 0 {
 				return cliutil.UsageError(fmt.Errorf("--migration-duration must be positive, got %s", migrationDuration))
 			}
-			if err := show.validate(); err != nil {
+			if err := o.show.validate(); err != nil {
 				return cliutil.UsageError(err)
+			}
+			if logFormat != "json" && logFormat != "text" {
+				return cliutil.UsageError(fmt.Errorf("--log-format must be json or text, not %q", logFormat))
 			}
 			kv, err := cliutil.LoadKubeVirt(sample)
 			if err != nil {
@@ -59,14 +64,25 @@ func NewRunCommand() *cobra.Command {
 			if kv.Namespace == "" {
 				kv.Namespace = cliutil.DefaultNamespace()
 			}
-			if err := cliutil.SetupLogging(logFormat, cmd.ErrOrStderr()); err != nil {
+			o.kv, o.env = kv, sandboxOperatorEnv(opImage)
+			o.out, o.progress = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			// The operator's log: the terminal's stderr, or the log file once the
+			// sandbox directory exists (held in memory until then).
+			var logTo io.Writer = o.progress
+			if !o.logToTerminal {
+				o.logFile = &deferredFile{}
+				defer o.logFile.Close()
+				logTo = o.logFile
+			}
+			if err := cliutil.SetupLogging(logFormat, logTo); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runSandboxedOperator(ctx, cmd.OutOrStdout(), sandbox.Options{
-				Dir: dir, Nodes: nodes, CRDDir: crdDir, Log: cmd.ErrOrStderr(), MigrationDuration: migrationDuration,
-			}, kv, sandboxOperatorEnv(operatorImage), show)
+			o.sandbox = sandbox.Options{
+				Dir: dir, Nodes: nodes, CRDDir: crdDir, Log: o.progress, MigrationDuration: migrationDuration,
+			}
+			return runSandboxedOperator(ctx, o)
 		},
 	}
 	f := cmd.Flags()
@@ -75,12 +91,29 @@ func NewRunCommand() *cobra.Command {
 	f.StringVar(&sample, "sample", "config/samples/kubevirt.yaml", "KubeVirt CR to apply once the operator runs")
 	f.StringVar(&crdDir, "crd-dir", DefaultCRDDir(), "directory of the CRDs to install")
 	f.StringVar(&logFormat, "log-format", "text", "operator log format: json or text")
+	f.BoolVar(&o.logToTerminal, "log-to-terminal", false, "write the operator's log to stderr instead of DIR/logs/"+operatorLogName)
 	f.DurationVar(&migrationDuration, "migration-duration", vmsim.DefaultMigrationDuration, "how long the sandbox's VM simulator takes per live migration")
-	f.IntVar(&show.VMs, "vms", 0, "VMs (runStrategy Always) to create once KubeVirt is Deployed")
-	f.IntVar(&show.NonMigratable, "non-migratable", 0, "how many of --vms are not live-migratable (they are evicted on an upgrade)")
-	f.StringVar(&show.UpgradeTo, "demo-upgrade", "", "after creating the VMs, upgrade to this spec.imageTag and print the VMs moving to the new launcher")
-	f.StringVar(&operatorImage, "operator-image", "", "the operator image the deployment config derives from; default $VIRT_OPERATOR_IMAGE, else "+defaultSandboxOperatorImage)
+	f.IntVar(&o.show.VMs, "vms", 0, "VMs (runStrategy Always) to create once KubeVirt is Deployed")
+	f.IntVar(&o.show.NonMigratable, "non-migratable", 0, "how many of --vms are not live-migratable (they are evicted on an upgrade)")
+	f.StringVar(&o.show.UpgradeTo, "demo-upgrade", "", "after creating the VMs, upgrade to this spec.imageTag and print the VMs moving to the new launcher")
+	f.StringVar(&opImage, "operator-image", "", "the operator image the deployment config derives from; default $VIRT_OPERATOR_IMAGE, else "+defaultSandboxOperatorImage)
 	return cmd
+}
+
+// operatorLogName is the operator's log file in DIR/logs, beside the sandbox's
+// components' (and the pod runner's and VM simulator's) own.
+const operatorLogName = "virt-operator.log"
+
+// runOptions are what `run` runs.
+type runOptions struct {
+	sandbox       sandbox.Options
+	kv            *v1.KubeVirt
+	env           deployid.Env
+	show          demo
+	logToTerminal bool
+	logFile       *deferredFile // the operator's log, unless logToTerminal
+	out           io.Writer     // the story: the lines to use the sandbox, the demo's progress
+	progress      io.Writer     // the sandbox's start-up lines (and the log, with logToTerminal)
 }
 
 // defaultSandboxOperatorImage is this operator's own image (kwok never pulls it):
@@ -100,20 +133,31 @@ func sandboxOperatorEnv(image string) deployid.Env {
 	return env
 }
 
-func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options, kv *v1.KubeVirt, env deployid.Env, show demo) (err error) {
-	dir, err := filepath.Abs(o.Dir)
+// runSandboxedOperator brings the sandbox up, runs the operator and the demo
+// until ctx ends, then stops them in order: the demo, the operator (which
+// releases its lease while the API server still answers), the sandbox.
+func runSandboxedOperator(ctx context.Context, o runOptions) (err error) {
+	dir, err := filepath.Abs(o.sandbox.Dir)
 	if err != nil {
 		return err
 	}
-	o.Dir = dir
-	sb, err := sandbox.Up(ctx, o)
+	o.sandbox.Dir = dir
+	sb, err := sandbox.Up(ctx, o.sandbox)
 	if err != nil {
-		return err
+		return cliutil.IgnoreCanceled(err) // Ctrl-C while starting: Up cleaned up
 	}
 	defer func() {
-		fmt.Fprintln(out, "stopping the sandbox ...")
+		fmt.Fprintln(o.out, "stopping the sandbox ...")
 		err = errors.Join(err, sb.Stop())
 	}()
+	if o.logFile != nil {
+		path := filepath.Join(dir, "logs", operatorLogName)
+		if err := o.logFile.open(path); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.out, "Operator log: %s (--log-to-terminal, or LOG=1 make run, shows it here instead)\n", path)
+		fmt.Fprintf(o.out, "Component logs (cluster, pod runner, VM simulator): %s%c\n", filepath.Dir(path), filepath.Separator)
+	}
 
 	scheme, err := operator.NewScheme()
 	if err != nil {
@@ -123,6 +167,7 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 	if err != nil {
 		return err
 	}
+	kv := o.kv
 	if err := ensureOperatorPrerequisites(ctx, c, kv.Namespace); err != nil {
 		return err
 	}
@@ -135,29 +180,40 @@ func runSandboxedOperator(ctx context.Context, out io.Writer, o sandbox.Options,
 	opDone := make(chan error, 1)
 	go func() {
 		opDone <- operator.Run(opCtx, sb.RESTConfig(), operator.Options{
-			Namespace: kv.Namespace, MetricsAddr: metricsAddr, HealthAddr: "0", LeaderElection: true, Env: env,
+			Namespace: kv.Namespace, MetricsAddr: metricsAddr, HealthAddr: "0", LeaderElection: true, Env: o.env,
 		})
 	}()
 	if err := c.Create(ctx, kv); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("applying the sample KubeVirt CR: %w", err)
+		stopOperator()
+		return errors.Join(fmt.Errorf("applying the sample KubeVirt CR: %w", err), cliutil.IgnoreCanceled(<-opDone))
 	}
-	fmt.Fprintf(out, "\nThe sandbox is up and the operator runs (metrics on https://%s/metrics, for a token allowed get /metrics: see README, Metrics).\n", metricsAddr)
-	fmt.Fprintf(out, "In another shell:\n\n    export KUBECONFIG=%s\n    kubectl get nodes\n    kubectl get kubevirt -A\n    kubectl get vm,vmi,vmim\n\nPress Ctrl-C to stop and tear everything down.\n\n", sb.Kubeconfig())
+	fmt.Fprintf(o.out, "\nThe sandbox is up and the operator runs (metrics on https://%s/metrics, for a token allowed get /metrics: see README, Metrics).\n", metricsAddr)
+	fmt.Fprintf(o.out, "In another shell:\n\n    export KUBECONFIG=%s\n    kubectl get nodes\n    kubectl get kubevirt -A\n    kubectl get vm,vmi,vmim\n\nPress Ctrl-C to stop and tear everything down.\n\n", sb.Kubeconfig())
 	vc, err := vmsim.NewClient(sb.RESTConfig())
 	if err != nil {
-		return err
+		stopOperator()
+		return errors.Join(err, cliutil.IgnoreCanceled(<-opDone))
 	}
+	demoDone := make(chan struct{})
 	go func() {
-		if err := show.run(opCtx, out, vc, client.ObjectKeyFromObject(kv)); err != nil && opCtx.Err() == nil {
-			fmt.Fprintf(out, "the demo stopped: %v\n", err)
+		defer close(demoDone)
+		if err := o.show.run(opCtx, o.out, vc, client.ObjectKeyFromObject(kv)); err != nil && opCtx.Err() == nil {
+			fmt.Fprintf(o.out, "the demo stopped: %v\n", err)
 		}
 	}()
 
 	select {
 	case <-ctx.Done():
+		fmt.Fprintln(o.out, "\nstopping the operator ...")
 		stopOperator()
+		<-demoDone
 		return cliutil.IgnoreCanceled(<-opDone)
 	case err := <-opDone:
+		stopOperator()
+		<-demoDone
+		if o.logFile != nil { // its log goes with the sandbox: show why it stopped
+			fmt.Fprintf(o.progress, "the end of the operator's log:\n%s\n", o.logFile.tail(20))
+		}
 		return fmt.Errorf("the operator stopped: %w", err)
 	}
 }
