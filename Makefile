@@ -20,7 +20,7 @@ UPGRADE_TO     ?= v1.9.0
 LOG            ?=
 GO_TEST_FLAGS ?=
 
-.PHONY: all build generate verify-generate tools cluster-bins vet lint test test-unit test-integration test-e2e run bench clean
+.PHONY: all build generate verify-generate tools cluster-bins vet lint docs-check test test-unit test-integration test-e2e run bench clean
 
 all: build
 
@@ -79,7 +79,11 @@ test-integration: cluster-bins
 test-e2e: cluster-bins build
 	go test $(GO_TEST_FLAGS) -timeout 40m -p 2 ./test/e2e/...
 
-test: verify-generate vet lint test-unit test-integration test-e2e
+# Every relative link and #anchor of the tracked Markdown files resolves (hack/mdlinks).
+docs-check:
+	go run ./hack/mdlinks
+
+test: docs-check verify-generate vet lint test-unit test-integration test-e2e
 
 # Brings up a sandbox cluster, runs the operator in the foreground against it and
 # applies the sample KubeVirt CR; Ctrl-C tears everything down. The terminal shows
