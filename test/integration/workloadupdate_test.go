@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -272,7 +274,9 @@ func TestWorkloadUpdaterMigrations(t *testing.T) {
 }
 
 // Non-migratable VMIs are evicted in batches, one batch per interval; a VMI
-// without a launcher pod is a Warning Event, not a crash.
+// without a launcher pod is a Warning Event, not a crash. The interval is
+// checked on the objects' own times (the batch times the updater records, its
+// Events), never on when this test happened to see a batch.
 func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
 	interval := 3 * time.Second
 	h := newUpdaterHarness(t, &v1.WorkloadUpdatePolicy{
@@ -285,6 +289,7 @@ func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
 	must(t, k8s.Create(h.ctx, orphan))
 	orphan.Status = v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, LauncherContainerImageVersion: oldLauncher}
 	must(t, k8s.Update(h.ctx, orphan))
+	batchTimes := followBatchTimes(t, h)
 	h.openGate()
 
 	pods := func() int {
@@ -299,20 +304,111 @@ func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
 		return n
 	}
 	h.eventually("the first batch", func() bool { return pods() <= 3 }) // 4 VMIs, one may be the orphan
-	first := time.Now()
-	if n := pods(); n != 2 && n != 3 {
-		t.Fatalf("%d launcher pods left after the first batch of 4 (one VMI has none)", n)
+	// VMI events inside the interval must not bring the next batch forward: a
+	// condition of the orphan (a candidate in every batch, its eviction always
+	// fails) flips until the next batch is recorded, each flip a plan.
+	h.eventually("the first batch time", func() bool { return len(batchTimes()) >= 1 })
+	for i := 0; len(batchTimes()) < 2 && i < 200; i++ {
+		flip := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"conditions":[{"type":"AgentConnected","status":%q}]}}`,
+			[]string{"True", "False"}[i%2])))
+		must(t, k8s.Patch(h.ctx, &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: wuNamespace}}, flip))
+		time.Sleep(100 * time.Millisecond)
 	}
 	h.eventually("the second batch", func() bool { return pods() == 0 })
-	if gap := time.Since(first); gap < interval-time.Second {
-		t.Fatalf("second batch %s after the first, interval is %s", gap, interval)
-	}
 	h.eventually("a FailedEvict event for the VMI without a pod", func() bool {
 		return hasEvent(h, "orphan", corev1.EventTypeWarning, core.ReasonFailedEvict)
 	})
+	h.eventually("two batch times recorded", func() bool { return len(batchTimes()) >= 2 })
+
+	// status.workloadUpdates.lastEvictionBatch is written before a batch's
+	// evictions, rounded up to the second; the interval is whole seconds, so
+	// consecutive batch times are at least the interval apart exactly.
+	times := batchTimes()
+	for i := 1; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap < interval {
+			t.Errorf("eviction batch %d recorded %s after the previous one (%v), interval %s", i, gap, times, interval)
+		}
+	}
+	// The Events agree: a batch decided at b (> the first recorded time - 1 s)
+	// evicts no earlier than b, and the next batch comes no earlier than
+	// b + interval, so the evictions Evented before the first recorded time
+	// - 1 s + interval are the first batch's alone, however late their Events are.
+	list := &eventsv1.EventList{}
+	must(t, k8s.List(h.ctx, list, client.InNamespace(wuNamespace)))
+	firstBatchEnd := times[0].Add(interval - time.Second)
+	inFirst := 0
+	for _, e := range list.Items {
+		if (e.Reason == core.ReasonSuccessfulEvict || e.Reason == core.ReasonFailedEvict) && e.EventTime.Time.Before(firstBatchEnd) {
+			inFirst++
+		}
+	}
+	if inFirst > 4 {
+		t.Errorf("%d evictions Evented within the interval after the first batch, batch size 4", inFirst)
+	}
 	kv := h.kubeVirt()
 	if w := kv.Status.WorkloadUpdates; w == nil || w.Evicted != 6 || w.LastEvictionBatch == nil {
 		t.Fatalf("status.workloadUpdates = %+v, want 6 evicted and a batch time", w)
+	}
+}
+
+// followBatchTimes watches the KubeVirt CR and returns what it saw so far:
+// every distinct status.workloadUpdates.lastEvictionBatch, in order. A watch
+// shows every write, however slow the machine.
+func followBatchTimes(t *testing.T, h *updaterHarness) func() []time.Time {
+	t.Helper()
+	scheme, err := operator.NewScheme()
+	must(t, err)
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme})
+	must(t, err)
+	var (
+		mu    sync.Mutex
+		times []time.Time
+	)
+	// Listed first, so that the watch starts from now even if it is set up late.
+	list := &v1.KubeVirtList{}
+	must(t, wc.List(h.ctx, list, client.InNamespace(h.kv.Namespace)))
+	for _, kv := range list.Items {
+		if wu := kv.Status.WorkloadUpdates; kv.Name == h.kv.Name && wu != nil && wu.LastEvictionBatch != nil {
+			times = append(times, wu.LastEvictionBatch.Time)
+		}
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		rv := list.ResourceVersion
+		for ctx.Err() == nil {
+			w, err := wc.Watch(ctx, &v1.KubeVirtList{}, client.InNamespace(h.kv.Namespace),
+				&client.ListOptions{Raw: &metav1.ListOptions{FieldSelector: "metadata.name=" + h.kv.Name, ResourceVersion: rv}})
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				kv, ok := ev.Object.(*v1.KubeVirt)
+				if !ok {
+					// An error (the resourceVersion expired): start over from
+					// now. A batch time missed only widens a gap.
+					rv = ""
+					continue
+				}
+				rv = kv.ResourceVersion
+				if wu := kv.Status.WorkloadUpdates; wu != nil && wu.LastEvictionBatch != nil {
+					mu.Lock()
+					if n := len(times); n == 0 || !times[n-1].Equal(wu.LastEvictionBatch.Time) {
+						times = append(times, wu.LastEvictionBatch.Time)
+					}
+					mu.Unlock()
+				}
+			}
+			w.Stop()
+		}
+	}()
+	return func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), times...)
 	}
 }
 
@@ -361,8 +457,7 @@ func TestWorkloadUpdaterIsQuietWhileGated(t *testing.T) {
 	h := newUpdaterHarness(t, &v1.WorkloadUpdatePolicy{Methods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}})
 	h.createVMIs("quiet", 5, true)
 	h.eventually("the gated count", func() bool { return outdatedIs(h.kubeVirt(), 5) })
-	time.Sleep(500 * time.Millisecond) // the creation burst's plans are done
-	before := plansMade(t)
+	before := settledPlans(t)
 	for round := range 10 {
 		for i := range 5 {
 			vmi := &v1.VirtualMachineInstance{}
@@ -378,6 +473,25 @@ func TestWorkloadUpdaterIsQuietWhileGated(t *testing.T) {
 	}
 	h.openGate()
 	h.eventually("the gate opened: a migration", func() bool { return len(h.migrations()) > 0 })
+}
+
+// settledPlans waits for the updater to stop planning (the creation burst's
+// plans and the status writes they cause): no plan for two seconds, rather
+// than a fixed sleep that a busy machine can outlast. An updater that never
+// stops planning fails it.
+func settledPlans(t *testing.T) float64 {
+	t.Helper()
+	const quiet = 2 * time.Second
+	last, since := plansMade(t), time.Now()
+	for deadline := time.Now().Add(time.Minute); time.Since(since) < quiet; time.Sleep(100 * time.Millisecond) {
+		if n := plansMade(t); n != last {
+			last, since = n, time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the updater keeps planning under a closed gate: %v plans", last)
+		}
+	}
+	return last
 }
 
 func plansMade(t *testing.T) float64 {
