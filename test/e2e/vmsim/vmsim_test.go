@@ -1,5 +1,5 @@
 // Package vmsim_test checks the sandbox's VM simulator end to end: VMs and VMIs
-// created like `sandbox vms create` does, launcher pods with virt-controller's
+// created like `virt-sandbox vms create` does, launcher pods with virt-controller's
 // launcher image, migrations that succeed or fail on request, and evictions that
 // restart a VM with the new image.
 package vmsim_test
@@ -143,7 +143,7 @@ func (e *env) tryMigrate(name, vmi string) (*v1.VirtualMachineInstanceMigration,
 // test failed.
 func (e *env) startSimulator(t *testing.T, name string, migrationDuration time.Duration) *exec.Cmd {
 	t.Helper()
-	sim := exec.Command(sandboxtest.OperatorBinary(t), "sandbox", "vmsim", "--kubeconfig="+e.sb.Kubeconfig(),
+	sim := exec.Command(sandboxtest.SandboxBinary(t), "vmsim", "--kubeconfig="+e.sb.Kubeconfig(),
 		"--migration-duration="+migrationDuration.String())
 	log := filepath.Join(t.TempDir(), name+".log")
 	out, err := os.Create(log)
