@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,7 +19,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
-	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
+	"github.com/virt-operator/virt-operator/internal/certs"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/preflight"
 	"github.com/virt-operator/virt-operator/internal/release"
@@ -204,7 +205,11 @@ func planInput(ctx context.Context, c client.Client, serverVersion func() (*vers
 	if err != nil {
 		return in, UsageError(fmt.Errorf("plan renders the releases this build knows (virt-operator versions): %w", err))
 	}
-	desired, err := kubevirt.DesiredStrategy(ctx, c, newKV, in.NewConfig, s)
+	policy, err := certs.PolicyFrom(newKV.Spec.CertificateRotateStrategy)
+	if err != nil {
+		return in, UsageError(fmt.Errorf("%s: %w", o.file, err))
+	}
+	desired, err := apply.DesiredState(ctx, c, c.RESTMapper(), s, in.NewConfig, policy, time.Now())
 	if err != nil {
 		return in, fmt.Errorf("preparing the strategy: %w", err)
 	}

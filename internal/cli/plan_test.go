@@ -33,8 +33,9 @@ func TestPlanOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deployid.SetTarget(cur, cfg)
-	deployid.SetObserved(cur, cfg)
+	cur.Status = v1.KubeVirtStatus{TargetDeploymentConfig: cfg.JSON(), TargetDeploymentID: cfg.ID,
+		ObservedDeploymentConfig: cfg.JSON(), ObservedDeploymentID: cfg.ID, ObservedKubeVirtVersion: cfg.KubeVirtVersion,
+		TargetKubeVirtVersion: cfg.KubeVirtVersion, TargetKubeVirtRegistry: cfg.Registry, ObservedKubeVirtRegistry: cfg.Registry}
 	write := func(name string, kv *v1.KubeVirt) string {
 		raw, err := yaml.Marshal(kv)
 		if err != nil {

@@ -35,7 +35,7 @@ type shutdownSink struct {
 
 func (s *shutdownSink) Error(err error, msg string, keysAndValues ...any) {
 	if err != nil && err.Error() == errLeaderElectionLost && s.ctx.Err() != nil {
-		s.LogSink.Info(0, "leader election ended with the shutdown", keysAndValues...)
+		s.Info(0, "leader election ended with the shutdown", keysAndValues...)
 		return
 	}
 	s.LogSink.Error(err, msg, keysAndValues...)

@@ -17,6 +17,8 @@ import (
 const (
 	PrepullLabel = "kubevirt.io"
 	PrepullValue = "virt-operator-preflight"
+	// TargetAnnotation carries the deployment ID a pre-pull pod pulls for.
+	TargetAnnotation = "kubevirt.io/preflight-target"
 )
 
 // PrepullTimeout is how long the images may take to pull before the check fails.
@@ -68,7 +70,7 @@ func PrepullPod(namespace, targetID, node string, i int, images []string) *corev
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("virt-operator-preflight-%s-%d", id, i), Namespace: namespace,
-			Labels: map[string]string{PrepullLabel: PrepullValue}, Annotations: map[string]string{"kubevirt.io/preflight-target": targetID}},
+			Labels: map[string]string{PrepullLabel: PrepullValue}, Annotations: map[string]string{TargetAnnotation: targetID}},
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
 			RestartPolicy:                 corev1.RestartPolicyNever,

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/rollout"
@@ -23,6 +23,9 @@ const (
 	// ReasonComponentPodsNotStarting: its pods on the target cannot be
 	// scheduled, cannot start a container, or wait on a node that is not Ready.
 	ReasonComponentPodsNotStarting = "ComponentPodsNotStarting"
+	// ReasonComponentPodsNotCreated: its ReplicaSet or DaemonSet cannot create
+	// pods (the API server refuses them).
+	ReasonComponentPodsNotCreated = "ComponentPodsNotCreated"
 )
 
 // notStartingPod is the first pod (by name) on target that cannot start, with
@@ -73,54 +76,72 @@ func crashLoopMessage(dep *appsv1.Deployment, pod *corev1.Pod, c *corev1.Contain
 		dep.Name, pod.Name, pod.Spec.NodeName, c.Name)
 }
 
-// failingDeployment explains why a step waits when one of its Deployments'
-// pods on the target crash or cannot start: Kubernetes keeps the old pods
-// serving (maxUnavailable), but the step never rolls over, and without this
-// the operator would wait in silence. Reason "" when nothing stops the step.
-func (r *Reconciler) failingDeployment(ctx context.Context, step apply.Step, target metadata.Target) (reason, message string, err error) {
+// componentRecheck is how often a component that cannot get its pods running
+// is looked at again: a ReplicaSet's or DaemonSet's failed pod creations, and a
+// pod's scheduling, change no object the operator watches on every retry.
+const componentRecheck = 2 * time.Second
+
+// failingDeployment explains why a step waits when one of its Deployments
+// cannot get its pods on the target running: its ReplicaSet cannot create them
+// (the API server's refusal: a missing PriorityClass, a quota, Pod Security, a
+// webhook), or they crash, or cannot start. Kubernetes keeps the old pods
+// serving (maxUnavailable), but the step never rolls over, and without this the
+// operator would wait in silence. nil when nothing stops the step.
+func (r *Reconciler) failingDeployment(ctx context.Context, step apply.Step, live map[apply.ObjectRef]client.Object, target metadata.Target) (*problem, error) {
 	deployments, _ := step.Workloads()
 	var nodeReady map[string]bool
 	for _, dep := range deployments {
 		if dep.Spec.Selector == nil {
 			continue
 		}
+		if msg := replicaFailure(live[apply.RefOf(dep)]); msg != "" {
+			return &problem{Reason: ReasonComponentPodsNotCreated, Warning: ReasonComponentPodsNotCreated,
+				Message: fmt.Sprintf("deployment %s cannot create its pods: %s; the rollout holds until they can be created", dep.Name, msg)}, nil
+		}
 		pods := &corev1.PodList{}
 		if err := r.Client.List(ctx, pods, client.InNamespace(dep.Namespace), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
-			return "", "", fmt.Errorf("listing the pods of deployment %s: %w", dep.Name, err)
+			return nil, fmt.Errorf("listing the pods of deployment %s: %w", dep.Name, err)
 		}
 		if pod, c := crashLoopingPod(pods.Items, target); pod != nil {
-			return ReasonComponentCrashLooping, crashLoopMessage(dep, pod, c), nil
+			return &problem{Reason: ReasonComponentCrashLooping, Message: crashLoopMessage(dep, pod, c), Warning: rollout.ReasonFailedUpdate}, nil
 		}
 		if nodeReady == nil {
+			var err error
 			if nodeReady, err = r.nodeReadiness(ctx); err != nil {
-				return "", "", err
+				return nil, err
 			}
 		}
-		if pod, problem := notStartingPod(pods.Items, target, nodeReady); pod != nil {
-			return ReasonComponentPodsNotStarting, fmt.Sprintf("deployment %s rollout waiting: pod %s %s; the rollout holds until the pods run or the target changes",
-				dep.Name, pod.Name, problem), nil
+		if pod, why := notStartingPod(pods.Items, target, nodeReady); pod != nil {
+			return &problem{Reason: ReasonComponentPodsNotStarting, Warning: rollout.ReasonFailedUpdate,
+				Message: fmt.Sprintf("deployment %s rollout waiting: pod %s %s; the rollout holds until the pods run or the target changes", dep.Name, pod.Name, why)}, nil
 		}
 	}
-	return "", "", nil
+	return nil, nil
 }
 
-// reportFailingDeployment sets the outcome's problem and, the first time this
-// message is seen, a Warning FailedUpdate (the same reason as a failed
-// virt-handler canary: a version whose pods do not run).
-func (r *Reconciler) reportFailingDeployment(kv *v1.KubeVirt, out *applyOutcome, reason, message string) {
-	if c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionDegraded); c == nil || c.Reason != reason || c.Message != message {
-		r.warning(kv, rollout.ReasonFailedUpdate, "Rollout", message)
+// replicaFailure is the message of a Deployment's ReplicaFailure condition (the
+// Deployment controller copies it from its ReplicaSet, which sets it when the
+// API server refuses a pod it creates); "" when there is none.
+func replicaFailure(live client.Object) string {
+	dep, ok := live.(*appsv1.Deployment)
+	if !ok {
+		return ""
 	}
-	out.ProblemReason, out.ProblemMessage = reason, message
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 // handlerRolloutUnderway: a virt-handler rollout to the target has started
 // and is not over. Its canary is then judged on every pass, even while an
 // earlier step waits (on the install order, virt-api can start crashing after
 // the canary began): a crashing canary is still rolled back.
-func handlerRolloutUnderway(kv *v1.KubeVirt) bool {
-	st := kv.Status.HandlerRollout
-	if st == nil || st.TargetID != kv.Status.TargetDeploymentID {
+func handlerRolloutUnderway(s *scope) bool {
+	st := s.kv.Status.HandlerRollout
+	if st == nil || st.TargetID != s.cfg.ID {
 		return false
 	}
 	switch rollout.Phase(st.Phase) {

@@ -4,17 +4,18 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/rollout"
 )
@@ -99,13 +100,13 @@ func TestHandlerRolloutUnderway(t *testing.T) {
 		rollout.PhaseStarted: true, rollout.PhaseCanary: true, rollout.PhaseIncreasing: true,
 		rollout.PhaseSuccessful: false, rollout.PhaseFailed: false,
 	} {
-		kv := &v1.KubeVirt{Status: v1.KubeVirtStatus{TargetDeploymentID: "t",
-			HandlerRollout: &v1.HandlerRolloutStatus{Phase: string(phase), TargetID: "t"}}}
-		if got := handlerRolloutUnderway(kv); got != want {
+		s := &scope{cfg: &deployid.Config{ID: "t"}, kv: &v1.KubeVirt{Status: v1.KubeVirtStatus{
+			HandlerRollout: &v1.HandlerRolloutStatus{Phase: string(phase), TargetID: "t"}}}}
+		if got := handlerRolloutUnderway(s); got != want {
 			t.Errorf("%s: %v, want %v", phase, got, want)
 		}
-		kv.Status.HandlerRollout.TargetID = "an earlier target"
-		if handlerRolloutUnderway(kv) {
+		s.kv.Status.HandlerRollout.TargetID = "an earlier target"
+		if handlerRolloutUnderway(s) {
 			t.Errorf("%s of an earlier target counts as under way", phase)
 		}
 	}
@@ -142,37 +143,53 @@ func TestFailingDeploymentWarnsOnce(t *testing.T) {
 	scheme := testScheme(t)
 	crashing, old := componentPod("virt-api-new", true, 2), componentPod("virt-api-old", false, 0)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&crashing, &old).Build()
-	rec := events.NewFakeRecorder(10)
-	r := &Reconciler{Client: c, Recorder: rec}
+	r := &Reconciler{Client: c}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api"},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io": "virt-api"}}}}
 	step := apply.Step{Name: apply.StepVirtAPI, Objects: []client.Object{dep}}
 
-	reason, msg, err := r.failingDeployment(context.Background(), step, componentTarget)
-	if err != nil || reason != ReasonComponentCrashLooping {
-		t.Fatalf("reason %q, %v", reason, err)
+	p, err := r.failingDeployment(context.Background(), step, nil, componentTarget)
+	if err != nil || p == nil || p.Reason != ReasonComponentCrashLooping || p.Warning != rollout.ReasonFailedUpdate {
+		t.Fatalf("problem %+v, %v", p, err)
 	}
 	for _, want := range []string{"deployment virt-api", "pod virt-api-new", "on node node-000", "container virt-api"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("%q lacks %q", msg, want)
+		if !strings.Contains(p.Message, want) {
+			t.Errorf("%q lacks %q", p.Message, want)
 		}
 	}
-	kv := &v1.KubeVirt{}
-	var out applyOutcome
-	r.reportFailingDeployment(kv, &out, reason, msg)
-	if out.ProblemReason != ReasonComponentCrashLooping || out.ProblemMessage != msg {
-		t.Errorf("outcome %q %q", out.ProblemReason, out.ProblemMessage)
+	s := &scope{kv: &v1.KubeVirt{}, problem: p, now: time.Now()}
+	next := nextStatus(s.kv.Status, s, "")
+	warnings := func(prev v1.KubeVirtStatus) []kvEvent {
+		var out []kvEvent
+		for _, e := range eventsFor(prev, nextStatus(prev, s, ""), s, true) {
+			if e.Type == eventWarning {
+				out = append(out, e)
+			}
+		}
+		return out
 	}
-	if ev := <-rec.Events; !strings.HasPrefix(ev, "Warning FailedUpdate") || !strings.Contains(ev, "pod virt-api-new") {
-		t.Errorf("event %q", ev)
+	if w := warnings(s.kv.Status); len(w) != 1 || w[0].Reason != rollout.ReasonFailedUpdate || !strings.Contains(w[0].Message, "pod virt-api-new") {
+		t.Errorf("first pass warnings %+v", w)
 	}
 	// Once Degraded says it, the next pass does not warn again.
-	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: out.ProblemReason, Message: out.ProblemMessage}, metav1.Now())
-	r.reportFailingDeployment(kv, &out, reason, msg)
-	select {
-	case ev := <-rec.Events:
-		t.Errorf("warned again: %q", ev)
-	default:
+	if w := warnings(next); len(w) != 0 {
+		t.Errorf("warned again: %+v", w)
+	}
+}
+
+// A Deployment whose ReplicaSet cannot create pods is named with the API
+// server's refusal, before any pod exists to diagnose.
+func TestFailingDeploymentNamesARefusedPodCreate(t *testing.T) {
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(testScheme(t)).Build()}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io": "virt-api"}}}}
+	live := dep.DeepCopy()
+	const refusal = `pods "virt-api-5d9f-" is forbidden: no PriorityClass with name kubevirt-cluster-critical was found`
+	live.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: refusal}}
+	step := apply.Step{Name: apply.StepVirtAPI, Objects: []client.Object{dep}}
+	p, err := r.failingDeployment(context.Background(), step, map[apply.ObjectRef]client.Object{apply.RefOf(dep): live}, componentTarget)
+	if err != nil || p == nil || p.Reason != ReasonComponentPodsNotCreated || !strings.Contains(p.Message, "deployment virt-api cannot create its pods: "+refusal) {
+		t.Fatalf("problem %+v, %v", p, err)
 	}
 }
 

@@ -2,14 +2,13 @@ package kubevirt
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/version"
-	"sync"
-	"time"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/activecr"
+	"github.com/virt-operator/virt-operator/internal/certs"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 )
@@ -52,22 +53,15 @@ type Reconciler struct {
 	// skips that check.
 	ServerVersion func() (*version.Info, error)
 
-	// recentJobs remembers Jobs this process just created (jobKey → time).
-	recentJobs sync.Map
-	// decoded is the last strategy decoded from its ConfigMap.
-	decoded decodedStrategy
-	// progressWrittenAt is when status.handlerRollout last changed (one worker
-	// reconciles, so no lock): progress alone is written at most once per
-	// rollout.ProgressInterval.
-	progressWrittenAt time.Time
-	// written is the last status written, for reads the cache has not caught up on.
-	written writtenStatus
-	// transient tells apply errors to retry quietly from those to report.
-	transient transientErrors
-	// monitorAccounts filters the ServiceAccount watch.
-	monitorAccounts monitorAccounts
-	// orphansCheckedFor is the strategy ConfigMap (UID/resourceVersion) the last
-	// orphan clean-up ran against.
+	// Issuer issues certificates (its key source can be set in tests).
+	Issuer certs.Issuer
+
+	// What the reconciler keeps in memory, and why none of it belongs in the
+	// status or the cache, is listed in the package documentation.
+	decoded           decodedStrategies
+	written           writtenStatus
+	transient         transientErrors
+	monitorAccounts   monitorAccounts
 	orphansCheckedFor string
 }
 
@@ -81,8 +75,11 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	return r.watchManaged(b).Complete(r)
 }
 
-// Reconcile brings the KubeVirt CR named by req and the cluster in line.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// Reconcile brings the KubeVirt CR named by req and the cluster in line. The
+// pass observes into a scope, its phases act on other objects and record what
+// they did there, and the deferred end derives the whole status from the scope
+// (nextStatus), patches it once, and only then emits the pass's Events.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
 	all := &v1.KubeVirtList{}
 	if err := r.Client.List(ctx, all); err != nil {
 		return reconcile.Result{}, err
@@ -92,24 +89,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	r.written.refresh(kv)
-	active := ActiveKubeVirt(all.Items, r.Namespace)
-	original := kv.DeepCopy()
-	var (
-		result reconcile.Result
-		err    error
-	)
+	readVersion := kv.ResourceVersion
+	s := &scope{kv: kv, now: r.Clock.Now(), generations: slices.Clone(kv.Status.Generations)}
+	if active := activecr.Of(all.Items, r.Namespace); active == nil || active.UID != kv.UID {
+		if kv.DeletionTimestamp != nil {
+			return reconcile.Result{}, nil
+		}
+		s.ignored = activecr.IgnoredMessage(kv, active, r.Namespace)
+	}
+	defer func() {
+		next := nextStatus(kv.Status, s, r.OperatorVersion)
+		patchErr := r.patchStatus(ctx, kv, next, readVersion)
+		r.emitEvents(kv, eventsFor(kv.Status, next, s, patchErr == nil))
+		err = errors.Join(err, patchErr)
+		result = reconcile.Result{RequeueAfter: s.requeue}
+	}()
 	switch {
-	case active == nil || active.UID != kv.UID:
-		result, err = r.reconcileIgnored(ctx, kv, active)
+	case s.ignored != "":
+		return reconcile.Result{}, nil
 	case kv.DeletionTimestamp != nil:
-		result, err = r.reconcileDelete(ctx, kv)
+		return reconcile.Result{}, r.reconcileDelete(ctx, s)
 	default:
-		result, err = r.reconcileNormal(ctx, kv)
+		return reconcile.Result{}, r.reconcileNormal(ctx, s)
 	}
-	if patchErr := r.patchStatus(ctx, original, kv); patchErr != nil && err == nil {
-		err = patchErr
-	}
-	return result, err
 }
 
 func findKubeVirt(all []v1.KubeVirt, namespace, name string) *v1.KubeVirt {
@@ -121,35 +123,36 @@ func findKubeVirt(all []v1.KubeVirt, namespace, name string) *v1.KubeVirt {
 	return nil
 }
 
-// reconcileIgnored marks a CR that is not the active one, touching nothing else.
-func (r *Reconciler) reconcileIgnored(_ context.Context, kv, active *v1.KubeVirt) (reconcile.Result, error) {
-	if kv.DeletionTimestamp != nil {
-		return reconcile.Result{}, nil
-	}
-	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{
-		Kind: StateIgnored, Reason: ReasonExistingDeployment, Message: IgnoredReason(kv, active, r.Namespace),
-	}, r.now())
-	return reconcile.Result{}, nil
-}
-
-// patchStatus writes the status once, and only when it changed. It is the one
-// place the standard conditions are derived, from whatever the pass concluded.
-func (r *Reconciler) patchStatus(ctx context.Context, original, kv *v1.KubeVirt) error {
-	kv.Status.Conditions = StandardConditions(kv.Status.Conditions, kv.Generation, r.now())
-	publishMetrics(&kv.Status)
-	if equality.Semantic.DeepEqual(original.Status, kv.Status) {
+// patchStatus writes next as the CR's status, only when it differs from the
+// status kv was read with (at readVersion; the pass's metadata patches may
+// have moved kv's resourceVersion since).
+func (r *Reconciler) patchStatus(ctx context.Context, kv *v1.KubeVirt, next v1.KubeVirtStatus, readVersion string) error {
+	publishMetrics(&next)
+	if equality.Semantic.DeepEqual(kv.Status, next) {
 		return nil
 	}
-	before := kv.ResourceVersion
-	err := r.Client.Status().Patch(ctx, kv, client.MergeFrom(original))
+	original := kv.DeepCopy()
+	updated := kv.DeepCopy()
+	updated.Status = next
+	err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(original))
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return err
 	}
-	r.written.remember(kv, original.ResourceVersion, before)
+	r.written.remember(updated, readVersion, kv.ResourceVersion)
 	return nil
+}
+
+// emitEvents records the pass's Events on the CR.
+func (r *Reconciler) emitEvents(kv *v1.KubeVirt, events []kvEvent) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, e := range events {
+		r.Recorder.Eventf(kv, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
+	}
 }
 
 // ensureFinalizer adds the finalizer (and drops the legacy one) in its own
@@ -180,22 +183,4 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, kv *v1.KubeVirt) error
 	controllerutil.RemoveFinalizer(kv, metadata.KubeVirtFinalizer)
 	controllerutil.RemoveFinalizer(kv, metadata.LegacyKubeVirtFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, kv, patch))
-}
-
-func (r *Reconciler) now() metav1.Time {
-	return metav1.NewTime(r.Clock.Now().Truncate(time.Second))
-}
-
-// event records a Normal event about the CR.
-func (r *Reconciler) event(kv *v1.KubeVirt, reason, action, note string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(kv, nil, "Normal", reason, action, "%s", note)
-	}
-}
-
-// warning records a Warning event about the CR.
-func (r *Reconciler) warning(kv *v1.KubeVirt, reason, action, note string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(kv, nil, "Warning", reason, action, "%s", note)
-	}
 }

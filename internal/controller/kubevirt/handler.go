@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -34,11 +35,11 @@ const (
 )
 
 // syncHandlerStep runs the canary for every DaemonSet of the virt-handler step.
-func (r *Reconciler) syncHandlerStep(ctx context.Context, kv *v1.KubeVirt, step apply.Step, live map[apply.ObjectRef]client.Object) (handlerOutcome, error) {
+func (r *Reconciler) syncHandlerStep(ctx context.Context, s *scope, step apply.Step, live map[apply.ObjectRef]client.Object) (handlerOutcome, error) {
 	_, daemonSets := step.Workloads()
 	all := handlerOutcome{Done: true}
 	for _, ds := range daemonSets {
-		o, err := r.syncHandler(ctx, kv, ds, live)
+		o, err := r.syncHandler(ctx, s, ds, live)
 		if err != nil {
 			return handlerOutcome{}, err
 		}
@@ -53,18 +54,19 @@ func (r *Reconciler) syncHandlerStep(ctx context.Context, kv *v1.KubeVirt, step 
 // syncHandler drives the virt-handler DaemonSet through the canary rollout
 // (internal/rollout decides; this function only reads and writes). It reports
 // whether the DaemonSet has rolled over to the target.
-func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *appsv1.DaemonSet, live map[apply.ObjectRef]client.Object) (handlerOutcome, error) {
-	applier := &apply.Applier{Client: r.Client}
-	action := apply.Plan([]client.Object{desired}, live, kv.Status.Generations)[0]
+func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.DaemonSet, live map[apply.ObjectRef]client.Object) (handlerOutcome, error) {
+	kv := s.kv
+	action := apply.Plan([]client.Object{desired}, live, s.generations)[0]
 	liveDS, _ := live[apply.RefOf(desired)].(*appsv1.DaemonSet)
 	if liveDS == nil { // a new DaemonSet needs no canary
-		gens, err := applier.Apply(ctx, []apply.Action{action})
-		kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)
-		return handlerOutcome{}, err
+		if s.hold != nil {
+			return handlerOutcome{}, nil // created once the rollout goes on
+		}
+		return handlerOutcome{}, r.write(ctx, s, []apply.Action{action})
 	}
-	target := metadata.TargetFromStatus(&kv.Status)
-	// Read-only (nothing below modifies a pod): without the copy a reconcile at
-	// 200 nodes spends most of its time deep-copying virt-handler pods.
+	target := metadata.TargetOf(s.cfg)
+	// The list skips the deep copy (nothing below modifies a pod): copying
+	// every virt-handler pod at 200 nodes dominated the reconcile.
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(liveDS.Namespace), client.MatchingLabels(desired.Spec.Selector.MatchLabels), client.UnsafeDisableDeepCopy); err != nil {
 		return handlerOutcome{}, err
@@ -79,7 +81,7 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		if err := r.clearRetryAnnotation(ctx, kv); err != nil {
 			return handlerOutcome{}, err
 		}
-		r.event(kv, "HandlerRolloutRetried", "HandlerRollout", "retrying the failed virt-handler rollout to "+target.Version+" from the canary, as "+metadata.RetryHandlerRolloutAnnotation+" asks")
+		s.emit(eventNormal, "HandlerRolloutRetried", "HandlerRollout", "retrying the failed virt-handler rollout to "+target.Version+" from the canary, as "+metadata.RetryHandlerRolloutAnnotation+" asks")
 		// A new rollout from Started: the rolled-back DaemonSet carries the
 		// target's hash (the rollback rewrote only its template), so the change
 		// is declared rather than detected.
@@ -97,13 +99,13 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 		Target:            target,
 		Previous:          state,
 		SpecChanged:       retry || liveDS.Annotations[apply.DesiredHashAnnotation] != want.Annotations[apply.DesiredHashAnnotation],
-		GenerationUnknown: recordedGeneration(kv.Status.Generations, liveDS) != liveDS.Generation,
-		Paused:            kv.Status.RolloutHold != nil,
-		Now:               r.Clock.Now(),
+		GenerationUnknown: recordedGeneration(s.generations, liveDS) != liveDS.Generation,
+		Paused:            s.hold != nil,
+		Now:               s.now,
 	}
 	policy, problem := handlerPolicy(kv)
 	if problem != "" { // not an error to retry: a spec change brings the operator back
-		return handlerOutcome{Reason: ReasonInvalidConfig, Message: problem}, nil
+		return handlerOutcome{Reason: ReasonInvalidConfig, Message: problem, Warning: ReasonInvalidConfig}, nil
 	}
 	d, err := rollout.Plan(obs, policy)
 	if err != nil {
@@ -113,12 +115,12 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 	if s := rollout.CleanupStrategy(d.Phase, tmpl, liveDS, policy); s != nil {
 		d.UpdateStrategy = s
 	}
-	held, err := r.writeHandler(ctx, kv, tmpl, liveDS, d, obs.SpecChanged, applier)
+	held, err := r.writeHandler(ctx, s, tmpl, liveDS, d, obs.SpecChanged)
 	if err != nil {
 		return handlerOutcome{}, err
 	}
 	if tmpl.DropCarried {
-		r.event(kv, "HandlerCarriedOverDropped", "HandlerRollout", fmt.Sprintf(
+		s.emit(eventNormal, "HandlerCarriedOverDropped", "HandlerRollout", fmt.Sprintf(
 			"every node runs the target: virt-handler drops what it kept from the previous template (%s), maxUnavailable %s",
 			liveDS.Annotations[rollout.CarriedOverAnnotation], policy.FastStep.String()))
 	}
@@ -129,15 +131,51 @@ func (r *Reconciler) syncHandler(ctx context.Context, kv *v1.KubeVirt, desired *
 			return handlerOutcome{}, fmt.Errorf("deleting virt-handler pod %s for the canary: %w", name, err)
 		}
 	}
-	heldFor := r.recordHandlerDecision(ctx, kv, d)
+	heldFor := recordHandlerDecision(ctx, s, d)
 	// Dropping what the rollout carried over replaces every pod once more (at
 	// the fast step): the step is done only when that has rolled over too.
 	done := d.Done && !tmpl.DropCarried && apply.DaemonSetRolledOverExcept(liveDS, target, int32(len(d.LeftOut)))
-	reason, message := handlerProblem(d, kv.Status.Conditions)
+	out := handlerOutcome{Done: done, RequeueAfter: minPositive(d.RequeueAfter, heldFor)}
+	out.Reason, out.Message = handlerProblem(d, kv.Status.Conditions)
 	if held {
-		message = noRollbackMessage(message)
+		out.Message = noRollbackMessage(out.Message)
 	}
-	return handlerOutcome{Done: done, RequeueAfter: minPositive(d.RequeueAfter, heldFor), Reason: reason, Message: message}, nil
+	if out.Reason == "" && !done {
+		refused, err := r.daemonSetRefused(ctx, liveDS, s.now)
+		if err != nil {
+			return handlerOutcome{}, err
+		}
+		if refused != "" {
+			out.Reason, out.Warning = ReasonComponentPodsNotCreated, ReasonComponentPodsNotCreated
+			out.Message = fmt.Sprintf("daemonset %s cannot create its pods: %s; the rollout holds until they can be created", liveDS.Name, refused)
+			out.RequeueAfter = minPositive(out.RequeueAfter, componentRecheck)
+		}
+	}
+	return out, nil
+}
+
+// refusalWindow is how recent a DaemonSet's FailedCreate Event must be to
+// count: the DaemonSet controller repeats it on every retry (its backoff grows
+// to minutes), and an old one from a refusal since fixed must not.
+const refusalWindow = 15 * time.Minute
+
+// daemonSetRefused is why ds's controller cannot create the pods it lacks (its
+// latest recent FailedCreate Event); "" when it lacks none or nothing refused them.
+func (r *Reconciler) daemonSetRefused(ctx context.Context, ds *appsv1.DaemonSet, now time.Time) (string, error) {
+	if ds.Status.CurrentNumberScheduled >= ds.Status.DesiredNumberScheduled {
+		return "", nil
+	}
+	events, err := r.eventsAbout(ctx, ds)
+	if err != nil {
+		return "", err
+	}
+	var recent []corev1.Event
+	for i := range events {
+		if now.Sub(eventTime(&events[i])) < refusalWindow {
+			recent = append(recent, events[i])
+		}
+	}
+	return lastFailedCreate(recent, ds.UID), nil
 }
 
 // nodeReadiness is every node by name, true when its Ready condition is True.
@@ -179,6 +217,9 @@ type handlerOutcome struct {
 	RequeueAfter time.Duration
 	// Reason and Message of a Degraded condition, when the rollout failed or is stuck.
 	Reason, Message string
+	// Warning is the reason of a Warning Event for that condition; "" when the
+	// rollout's own Event tells users.
+	Warning string
 }
 
 // writeHandler writes the desired template (with what the rollout carries
@@ -187,7 +228,7 @@ type handlerOutcome struct {
 // spread it), or the previous template on a rollback; nothing when all is in
 // place.
 // It reports whether a rollback had no template to go back to and holds.
-func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, tmpl rollout.TemplateWrite, liveDS *appsv1.DaemonSet, d rollout.Decision, specChanged bool, applier *apply.Applier) (held bool, err error) {
+func (r *Reconciler) writeHandler(ctx context.Context, s *scope, tmpl rollout.TemplateWrite, liveDS *appsv1.DaemonSet, d rollout.Decision, specChanged bool) (held bool, err error) {
 	obj := tmpl.DaemonSet.DeepCopy()
 	obj.Spec.UpdateStrategy = liveDS.Spec.UpdateStrategy
 	if d.UpdateStrategy != nil {
@@ -195,7 +236,7 @@ func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, tmpl rol
 	}
 	rolledBack := false
 	if d.Rollback {
-		previous, err := r.previousHandlerTemplate(ctx, liveDS, kv)
+		previous, err := r.previousHandlerTemplate(ctx, liveDS, s)
 		if err != nil {
 			return false, err
 		}
@@ -206,14 +247,14 @@ func (r *Reconciler) writeHandler(ctx context.Context, kv *v1.KubeVirt, tmpl rol
 	carriedChanged := liveDS.Annotations[rollout.CarriedOverAnnotation] != obj.Annotations[rollout.CarriedOverAnnotation]
 	if !specChanged && !rolledBack && !carriedChanged && rollout.SameStrategy(obj.Spec.UpdateStrategy, liveDS.Spec.UpdateStrategy) {
 		if d.RecordGeneration {
-			kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, []v1.GenerationStatus{handlerGeneration(liveDS)})
+			s.wrote([]v1.GenerationStatus{handlerGeneration(liveDS)})
 		}
 		return held, nil
 	}
 	log.FromContext(ctx).Info("writing virt-handler", "phase", d.Phase, "strategy", rollout.StrategyString(obj.Spec.UpdateStrategy),
 		"rollback", rolledBack, "carriedOver", tmpl.Carried, "droppingCarried", tmpl.DropCarried)
-	gens, err := applier.Apply(ctx, []apply.Action{{Op: apply.OpUpdate, Object: obj, Live: liveDS, Reason: "canary rollout " + string(d.Phase)}})
-	kv.Status.Generations = apply.MergeGenerations(kv.Status.Generations, gens)
+	gens, err := (&apply.Applier{Client: r.Client}).Apply(ctx, []apply.Action{{Op: apply.OpUpdate, Object: obj, Live: liveDS, Reason: "canary rollout " + string(d.Phase)}})
+	s.wrote(gens)
 	return held, err
 }
 
@@ -241,28 +282,43 @@ func noRollbackMessage(failure string) string {
 	return failure + noRollbackSuffix
 }
 
-// recordHandlerDecision puts the rollout into status, events and conditions.
-// A status that only progressed since the last write may be held back for up
-// to rollout.ProgressInterval; it returns when to look again to write it.
-func (r *Reconciler) recordHandlerDecision(ctx context.Context, kv *v1.KubeVirt, d rollout.Decision) (heldFor time.Duration) {
+// recordHandlerDecision puts the rollout's status into s.handler and its Event
+// into s.events. A status that only progressed since the last write may be
+// held back for up to rollout.ProgressInterval (counted from the last progress
+// the previous status recorded); it returns when to look again to write it.
+func recordHandlerDecision(ctx context.Context, s *scope, d rollout.Decision) (heldFor time.Duration) {
 	if d.Status != nil {
 		st := d.Status.DeepCopy()
 		st.TargetID = d.State.TargetID
-		now := r.Clock.Now()
-		hold, after := rollout.HoldProgress(kv.Status.HandlerRollout, st, r.progressWrittenAt, now)
+		prev := s.kv.Status.HandlerRollout
+		hold, after := rollout.HoldProgress(prev, st, lastHandlerWrite(prev), s.now)
 		switch {
 		case hold:
 			heldFor = after
-		case !equality.Semantic.DeepEqual(kv.Status.HandlerRollout, st):
-			kv.Status.HandlerRollout = st
-			r.progressWrittenAt = now
+		case !equality.Semantic.DeepEqual(prev, st):
+			s.handler = st
 		}
 	}
-	if d.Event != nil && r.Recorder != nil {
-		r.Recorder.Eventf(kv, nil, d.Event.Type, d.Event.Reason, "HandlerRollout", "%s", d.Event.Message)
+	if d.Event != nil { // a phase change, which the status records
+		s.events = append(s.events, kvEvent{Type: d.Event.Type, Reason: d.Event.Reason, Action: "HandlerRollout", Message: d.Event.Message, transition: true})
 		log.FromContext(ctx).Info("virt-handler rollout", "phase", d.Phase, "event", d.Event.Message)
 	}
 	return heldFor
+}
+
+// lastHandlerWrite is when a rollout status was last written for a change:
+// its latest phase change or progress.
+func lastHandlerWrite(st *v1.HandlerRolloutStatus) time.Time {
+	var last time.Time
+	if st == nil {
+		return last
+	}
+	for _, t := range []*metav1.Time{st.PhaseChangeAt, st.LastProgressAt} {
+		if t != nil && t.After(last) {
+			last = t.Time
+		}
+	}
+	return last
 }
 
 // handlerProblem is the Degraded reason and message a decision calls for
@@ -290,7 +346,7 @@ func handlerProblem(d rollout.Decision, current []v1.KubeVirtCondition) (reason,
 
 // previousHandlerTemplate is what a failed canary rolls back to, from the
 // DaemonSet's history: see rollbackTemplate.
-func (r *Reconciler) previousHandlerTemplate(ctx context.Context, ds *appsv1.DaemonSet, kv *v1.KubeVirt) (*corev1.PodTemplateSpec, error) {
+func (r *Reconciler) previousHandlerTemplate(ctx context.Context, ds *appsv1.DaemonSet, s *scope) (*corev1.PodTemplateSpec, error) {
 	revs := &appsv1.ControllerRevisionList{}
 	if err := r.Client.List(ctx, revs, client.InNamespace(ds.Namespace), client.MatchingLabels(ds.Spec.Selector.MatchLabels)); err != nil {
 		return nil, err
@@ -308,7 +364,7 @@ func (r *Reconciler) previousHandlerTemplate(ctx context.Context, ds *appsv1.Dae
 		}
 		templates = append(templates, patch.Spec.Template)
 	}
-	return rollbackTemplate(templates, kv.Status.TargetDeploymentID, kv.Status.ObservedDeploymentID), nil
+	return rollbackTemplate(templates, s.cfg.ID, s.kv.Status.ObservedDeploymentID), nil
 }
 
 // rollbackTemplate picks, among templates (newest first), the newest of the

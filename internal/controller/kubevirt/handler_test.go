@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/rollout"
 )
@@ -51,7 +52,7 @@ func TestSyncHandlerStartsTheCanary(t *testing.T) {
 	oldT := metadata.Target{Version: "v1.8.4", Registry: "quay.io/kubevirt", ID: "old"}
 	newT := metadata.Target{Version: "v1.9.0", Registry: "quay.io/kubevirt", ID: "new"}
 	live := handlerDaemonSet(oldT)
-	live.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberReady: 3}
+	live.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberReady: 3}
 	objs := []client.Object{live}
 	for i := range 3 {
 		node := fmt.Sprintf("node-%d", i)
@@ -73,6 +74,7 @@ func TestSyncHandlerStartsTheCanary(t *testing.T) {
 	r := &Reconciler{Client: c, Namespace: "kubevirt", Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(t0)}
 	kv := &v1.KubeVirt{Status: v1.KubeVirtStatus{TargetKubeVirtVersion: newT.Version, TargetKubeVirtRegistry: newT.Registry,
 		TargetDeploymentID: newT.ID, ObservedKubeVirtVersion: oldT.Version, ObservedDeploymentID: oldT.ID}}
+	cfg := &deployid.Config{KubeVirtVersion: newT.Version, Registry: newT.Registry, ID: newT.ID}
 	desired := handlerDaemonSet(newT)
 	ctx := context.Background()
 	pass := func() (handlerOutcome, *appsv1.DaemonSet) {
@@ -82,10 +84,12 @@ func TestSyncHandlerStartsTheCanary(t *testing.T) {
 			t.Fatal(err)
 		}
 		ds.Status.ObservedGeneration = ds.Generation // the DaemonSet controller has seen it
-		out, err := r.syncHandler(ctx, kv, desired, map[apply.ObjectRef]client.Object{apply.RefOf(ds): ds})
+		sc := &scope{kv: kv, cfg: cfg, now: t0, generations: kv.Status.Generations}
+		out, err := r.syncHandler(ctx, sc, desired, map[apply.ObjectRef]client.Object{apply.RefOf(ds): ds})
 		if err != nil {
 			t.Fatal(err)
 		}
+		kv.Status = nextStatus(kv.Status, sc, "") // the pass's status write
 		if err := c.Get(ctx, client.ObjectKeyFromObject(live), ds); err != nil {
 			t.Fatal(err)
 		}

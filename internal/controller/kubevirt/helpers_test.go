@@ -5,6 +5,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/go-logr/logr"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/strategy"
@@ -21,3 +24,5 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	}
 	return scheme
 }
+
+func init() { log.SetLogger(logr.Discard()) }

@@ -3,30 +3,32 @@ package kubevirt
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/history"
+	"github.com/virt-operator/virt-operator/internal/preflight"
 	"github.com/virt-operator/virt-operator/internal/rollout"
 )
 
-// recordHistory updates status.history from what this pass concluded: the
-// stage is read from the status the pass wrote.
-func recordHistory(kv *v1.KubeVirt, changed []string, strategyLoaded bool, now time.Time) {
-	st := &kv.Status
+// recordHistory updates status.history from the status the pass concluded
+// (st, every other field already decided).
+func recordHistory(st *v1.KubeVirtStatus, s *scope, now time.Time) {
 	obs := history.Observation{
 		TargetID: st.TargetDeploymentID, TargetVersion: st.TargetKubeVirtVersion, ObservedVersion: st.ObservedKubeVirtVersion,
-		ChangedKeys: changed, WorkloadUpdates: st.WorkloadUpdates, Now: now,
+		ChangedKeys: s.changedKeys, WorkloadUpdates: st.WorkloadUpdates, Now: now,
 		Done:  st.Phase == v1.KubeVirtPhaseDeployed && st.ObservedDeploymentID == st.TargetDeploymentID,
-		Stage: stageOf(kv, strategyLoaded),
+		Stage: stageOf(st, s.target != nil),
 	}
 	if h := st.HandlerRollout; h != nil && h.TargetID == st.TargetDeploymentID && rollout.Phase(h.Phase) == rollout.PhaseFailed {
 		obs.Failed = true
 	}
-	if d := findCondition(st.Conditions, v1.KubeVirtConditionDegraded); d != nil && d.Status == "True" && !notAProblem[d.Reason] {
+	if d := findCondition(st.Conditions, v1.KubeVirtConditionDegraded); d != nil && d.Status == corev1.ConditionTrue && !notAProblem[d.Reason] {
 		obs.Problem = d.Reason + ": " + d.Message
 	}
 	if pf := st.Preflight; pf != nil && pf.TargetID == st.TargetDeploymentID {
 		for _, c := range pf.Checks {
-			if c.State == "Failed" {
+			if c.State == preflight.Failed {
 				obs.Problem = "preflight " + c.Name + " failed: " + c.Message
 				break
 			}
@@ -42,12 +44,12 @@ var notAProblem = map[string]bool{ReasonUpdating: true, ReasonDeploying: true, R
 	ReasonRolloutPaused: true, ReasonOutsideRolloutWindows: true, ReasonPreflight: true}
 
 // stageOf names where the rollout towards the target is.
-func stageOf(kv *v1.KubeVirt, strategyLoaded bool) string {
+func stageOf(st *v1.KubeVirtStatus, strategyLoaded bool) string {
 	if !strategyLoaded {
 		return history.StageInstallStrategy
 	}
-	h := kv.Status.HandlerRollout
-	if h == nil || h.TargetID != kv.Status.TargetDeploymentID {
+	h := st.HandlerRollout
+	if h == nil || h.TargetID != st.TargetDeploymentID {
 		return history.StageApplying
 	}
 	switch rollout.Phase(h.Phase) {

@@ -17,24 +17,29 @@ const (
 
 // rolloutHold is why the install or upgrade under way starts nothing new
 // (spec.paused, or outside spec.rolloutWindows), or nil. At rest (observed ==
-// target) nothing is held: repairing drift is not a rollout.
-func rolloutHold(kv *v1.KubeVirt, now time.Time) *v1.RolloutHoldStatus {
-	st := kv.Status
-	if st.ObservedDeploymentID != "" && st.ObservedDeploymentID == st.TargetDeploymentID {
+// target) nothing is held: repairing drift is not a rollout. A held rollout
+// still keeps what runs: its certificates are renewed and drift is repaired.
+func rolloutHold(s *scope) *v1.RolloutHoldStatus {
+	observed, target := s.kv.Status.ObservedDeploymentID, s.kv.Status.TargetDeploymentID
+	if s.cfg != nil {
+		target = s.cfg.ID
+	}
+	if observed != "" && observed == target {
 		return nil
 	}
-	if kv.Spec.Paused {
-		return &v1.RolloutHoldStatus{Reason: ReasonRolloutPaused,
-			Message: "spec.paused is true: steps in flight finish, nothing new starts"}
+	spec := s.kv.Spec
+	if spec.Paused {
+		return &v1.RolloutHoldStatus{Reason: ReasonRolloutPaused, Message: "spec.paused is true: " + heldMeans}
 	}
-	w := maintenance.Evaluate(kv.Spec.RolloutWindows, now)
+	w := maintenance.Evaluate(spec.RolloutWindows, s.now)
 	if w.Open {
 		return nil
 	}
-	h := &v1.RolloutHoldStatus{Reason: ReasonOutsideRolloutWindows, Message: "outside spec.rolloutWindows: steps in flight finish, nothing new starts"}
+	h := &v1.RolloutHoldStatus{Reason: ReasonOutsideRolloutWindows, Message: "outside spec.rolloutWindows: " + heldMeans}
 	if !w.NextOpen.IsZero() {
 		h.NextWindowOpen = &metav1.Time{Time: w.NextOpen.UTC()}
 		h.Message += "; the next opens at " + w.NextOpen.UTC().Format(time.RFC3339)
+		s.requeueAfter(max(w.NextOpen.Sub(s.now), time.Second))
 	}
 	if w.Err != nil {
 		h.Message += "; " + w.Err.Error()
@@ -42,11 +47,10 @@ func rolloutHold(kv *v1.KubeVirt, now time.Time) *v1.RolloutHoldStatus {
 	return h
 }
 
-// holdRequeue is when a held rollout looks again by itself: when the next
-// window opens (a spec change ends a pause, and brings an event).
-func holdRequeue(h *v1.RolloutHoldStatus, now time.Time) time.Duration {
-	if h == nil || h.NextWindowOpen == nil {
-		return 0
-	}
-	return max(h.NextWindowOpen.Sub(now), time.Second)
+// heldMeans is what a hold holds and what it never does.
+const heldMeans = "steps in flight finish, nothing new starts; certificates are renewed and drift is repaired"
+
+// preflightHold holds the rollout on a preflight that fails or runs.
+func preflightHold(message string) *v1.RolloutHoldStatus {
+	return &v1.RolloutHoldStatus{Reason: ReasonPreflight, Message: message}
 }

@@ -35,7 +35,8 @@ func TestRolloutHold(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := rolloutHold(&v1.KubeVirt{Spec: c.spec, Status: c.status}, now)
+			s := &scope{kv: &v1.KubeVirt{Spec: c.spec, Status: c.status}, now: now}
+			h := rolloutHold(s)
 			switch {
 			case c.reason == "" && h != nil:
 				t.Fatalf("held: %+v", h)
@@ -45,7 +46,7 @@ func TestRolloutHold(t *testing.T) {
 				t.Fatalf("hold %+v, want %s with %q", h, c.reason, c.message)
 			}
 			if c.next {
-				if d := holdRequeue(h, now); d != 10*time.Hour {
+				if d := s.requeue; d != 10*time.Hour {
 					t.Fatalf("requeue %v, want the next opening in 10h", d)
 				}
 			}

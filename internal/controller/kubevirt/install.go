@@ -2,204 +2,141 @@ package kubevirt
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"runtime"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
-// reconcileNormal installs or upgrades towards the CR's target.
-func (r *Reconciler) reconcileNormal(ctx context.Context, kv *v1.KubeVirt) (reconcile.Result, error) {
-	cfg, err := deployid.FromKubeVirt(kv, r.Env)
-	if err != nil {
-		r.fail(kv, ReasonInvalidConfig, err.Error())
-		return reconcile.Result{}, nil // a spec or environment change brings the operator back
+// reconcileNormal installs, upgrades, or keeps the cluster on the CR's target.
+// Its phases run in this order; a phase whose input is missing is skipped and
+// the others go on, so a failure stops only what depends on it:
+//
+//  1. finalizer: added before anything is created, so an uninstall finds it all;
+//  2. target: the deployment config and ID (needs a valid spec and environment);
+//  3. strategies: the target's (the strategy Job's lifecycle) and the observed
+//     deployment's, each prepared (customized) for its config;
+//  4. certificates: kept valid from the target's strategy, else the observed
+//     one's, whatever the rollout does (see certificates.go);
+//  5. hold: spec.paused, spec.rolloutWindows, then an upgrade's preflight;
+//  6. objects: the target's, step by step; while held, or with no target
+//     strategy to go to, what runs is repaired and nothing new starts;
+//  7. finish: once every step is ready on the target, the objects and
+//     strategies it no longer has are deleted.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
+	if err := r.ensureFinalizer(ctx, s.kv); err != nil {
+		return err
 	}
-	r.monitorAccounts.set(cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
-	changed := r.setTarget(ctx, kv, cfg)
-	strategyLoaded := false
-	defer func() { recordHistory(kv, changed, strategyLoaded, r.Clock.Now()) }()
-	kv.Status.OperatorVersion = r.OperatorVersion
-	setDefaultArchitecture(kv)
-	if kv.Status.Phase == v1.KubeVirtPhaseUnset {
-		kv.Status.Phase = v1.KubeVirtPhaseDeploying
+	r.observeTarget(ctx, s)
+	if err := r.observeStrategies(ctx, s); err != nil {
+		return r.retry(ctx, s, ReasonDeploymentFailed, "Getting the install strategy failed", err)
 	}
-
-	kv.Status.RolloutHold = rolloutHold(kv, r.Clock.Now())
-	loaded, err := r.loadStrategy(ctx, kv, cfg)
-	if err != nil {
-		if r.transient.degrade(err, r.Clock.Now()) {
-			r.fail(kv, ReasonDeploymentFailed, "Getting the install strategy failed: "+err.Error())
-		}
-		return reconcile.Result{}, err
+	if err := r.reconcileCertificates(ctx, s); err != nil {
+		return r.retry(ctx, s, ReasonCertificatesFailed, "Keeping the certificates valid failed", err)
 	}
-	switch {
-	case loaded.Plan.Failure != nil:
-		r.fail(kv, ReasonStrategyJobFailed, "The install-strategy Job failed and is retried: "+loaded.Plan.Failure.Message)
-	case loaded.JobProblem != "":
-		r.fail(kv, ReasonStrategyJobBlocked, "The install-strategy Job cannot run: "+loaded.JobProblem)
+	s.hold = rolloutHold(s)
+	if err := r.runPreflight(ctx, s); err != nil {
+		// A preflight that cannot run holds the rollout like one that fails;
+		// what runs is still repaired.
+		s.hold = preflightHold("the preflight could not run: " + err.Error())
+		_ = r.retry(ctx, s, ReasonPreflight, "The upgrade's preflight could not run", err)
+		s.requeueAfter(preflightRecheck)
 	}
-	if loaded.Strategy == nil {
-		if loaded.Plan.Failure == nil && loaded.JobProblem == "" {
-			r.progressing(kv, false)
-		}
-		return reconcile.Result{RequeueAfter: loaded.Plan.RequeueAfter}, nil
-	}
-	strategyLoaded = true
-	if err := r.ensureFinalizer(ctx, kv); err != nil {
-		return reconcile.Result{}, err
-	}
-	preflightRequeue := time.Duration(0)
-	if kv.Status.RolloutHold == nil {
-		hold, requeue, err := r.runPreflight(ctx, kv, cfg, loaded.Strategy)
-		if err != nil {
-			if r.transient.degrade(err, r.Clock.Now()) {
-				r.fail(kv, ReasonPreflight, "The upgrade's preflight could not run: "+err.Error())
-			}
-			return reconcile.Result{}, err
-		}
-		kv.Status.RolloutHold, preflightRequeue = hold, requeue
-	}
-
-	outcome, err := r.applyStrategy(ctx, kv, cfg, loaded.Strategy)
-	var patchErr *apply.PatchError
-	if errors.As(err, &patchErr) {
-		r.fail(kv, ReasonInvalidCustomization, patchErr.Error())
-		return reconcile.Result{}, nil // nothing was written; a spec change brings the operator back
-	}
-	if err != nil {
-		if r.transient.degrade(err, r.Clock.Now()) {
-			r.fail(kv, ReasonDeploymentFailed, "An error occurred during deployment: "+err.Error())
-		} else {
-			log.FromContext(ctx).Info("retrying after a transient error", "error", err.Error())
-		}
-		return reconcile.Result{}, err
+	if err := r.reconcileObjects(ctx, s); err != nil {
+		return r.retry(ctx, s, ReasonDeploymentFailed, "An error occurred during deployment", err)
 	}
 	r.transient.clear()
-	requeue := minPositive(minPositive(loaded.Plan.RequeueAfter, outcome.RecheckAfter), holdRequeue(kv.Status.RolloutHold, r.Clock.Now()))
-	requeue = minPositive(requeue, preflightRequeue)
-	if !outcome.RolledOver {
-		if outcome.ProblemReason != "" {
-			// The rollout's own Event already told users; the condition says why
-			// it holds (set alone, so no condition flips within one pass).
-			kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: outcome.ProblemReason, Message: outcome.ProblemMessage}, r.now())
-		} else {
-			r.progressing(kv, outcome.Created)
-		}
-		return reconcile.Result{RequeueAfter: requeue}, nil
+	if !s.rolledOver {
+		return nil
 	}
-	kv.Status.RolloutHold = nil // rolled over: nothing was held back
-
-	if err := r.finishRollover(ctx, kv, cfg, loaded, outcome.Desired); err != nil {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{RequeueAfter: requeue}, nil
+	return r.finishRollover(ctx, s)
 }
 
-// finishRollover runs once everything is ready on the target: objects the
-// target no longer has and old strategies go, and only then is the observed
-// state advanced (never earlier, so "observed == target" means done).
-func (r *Reconciler) finishRollover(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config, loaded *loadedStrategy, desired *strategy.Strategy) error {
+// retry records err as the pass's problem, unless it is a transient error
+// still within its grace (then only logged), and returns it so the pass is
+// retried with backoff.
+func (r *Reconciler) retry(ctx context.Context, s *scope, reason, what string, err error) error {
+	if r.transient.degrade(err, s.now) {
+		s.fail(problem{Reason: reason, Message: what + ": " + err.Error(), Warning: reason})
+	} else {
+		log.FromContext(ctx).Info("retrying after a transient error", "error", err.Error())
+	}
+	return err
+}
+
+// observeTarget reads the target deployment config from the spec and the
+// operator's environment, and what changed since the previous target.
+func (r *Reconciler) observeTarget(ctx context.Context, s *scope) {
+	cfg, err := deployid.FromKubeVirt(s.kv, r.Env)
+	if err != nil {
+		s.fail(problem{Reason: ReasonInvalidConfig, Message: err.Error(), Warning: ReasonInvalidConfig})
+		return
+	}
+	s.cfg = cfg
+	r.monitorAccounts.set(cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
+	prev := s.kv.Status
+	if prev.TargetDeploymentID == cfg.ID {
+		return
+	}
+	s.changedKeys = []string{}
+	if previous, err := deployid.Parse(prev.TargetDeploymentConfig); err == nil {
+		s.changedKeys = deployid.ChangedKeys(previous, cfg)
+	}
+	log.FromContext(ctx).Info("new target", "deploymentID", cfg.ID, "version", cfg.KubeVirtVersion, "why", targetChangeReason(s.changedKeys))
+}
+
+// targetChangeReason says why a new target is rolled out.
+func targetChangeReason(changedKeys []string) string {
+	if len(changedKeys) == 0 {
+		return "initial install"
+	}
+	return "changed: " + strings.Join(changedKeys, ", ")
+}
+
+// finishRollover runs once everything is ready on the target: the objects the
+// target no longer has and the old strategies go. The observed state advances
+// in nextStatus, after this, never earlier ("observed == target" means done).
+func (r *Reconciler) finishRollover(ctx context.Context, s *scope) error {
 	// Orphans are looked for when the target is first reached, and again when
 	// the strategy in use changes under the same ID (monitoring came or went).
 	inUse := ""
-	if loaded.Plan.Use != nil {
-		inUse = string(loaded.Plan.Use.UID) + "/" + loaded.Plan.Use.ResourceVersion
+	if use := s.strategyPlan.Use; use != nil {
+		inUse = string(use.UID) + "/" + use.ResourceVersion
 	}
-	if kv.Status.ObservedDeploymentID != cfg.ID || r.orphansCheckedFor != inUse {
-		if err := r.deleteOrphans(ctx, kv, desired, loaded.ConfigMaps); err != nil {
-			return err
+	if s.kv.Status.ObservedDeploymentID != s.cfg.ID || r.orphansCheckedFor != inUse {
+		if err := r.deleteOrphans(ctx, s); err != nil {
+			return r.retry(ctx, s, ReasonDeploymentFailed, "Deleting what the target no longer has failed", err)
 		}
 		r.orphansCheckedFor = inUse
 	}
-	for _, cm := range strategy.Obsolete(loaded.ConfigMaps, cfg.ID, cfg.ID) {
+	for _, cm := range strategy.Obsolete(s.strategies, s.cfg.ID, s.cfg.ID) {
 		if err := r.Client.Delete(ctx, &cm); err != nil && !isNotFound(err) {
-			return fmt.Errorf("deleting old install strategy %s: %w", cm.Name, err)
+			return r.retry(ctx, s, ReasonDeploymentFailed, "Deleting old install strategies failed", fmt.Errorf("deleting old install strategy %s: %w", cm.Name, err))
 		}
 	}
-	if kv.Status.ObservedDeploymentID != cfg.ID {
-		deployid.SetObserved(kv, cfg)
-		r.event(kv, "Deployed", "Rollout", fmt.Sprintf("KubeVirt %s from %s is deployed (deployment ID %s)", cfg.KubeVirtVersion, cfg.Registry, cfg.ID))
-	}
-	kv.Status.Phase = v1.KubeVirtPhaseDeployed
-	kv.Status.ObservedGeneration = &kv.Generation
-	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateAvailable, Created: true}, r.now())
 	return nil
 }
 
-// setTarget records a new target and tells users which inputs changed; it
-// returns the changed config keys (nil when the target is unchanged).
-func (r *Reconciler) setTarget(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config) []string {
-	if kv.Status.TargetDeploymentID == cfg.ID {
+// deleteOrphans removes managed objects the target strategy no longer has.
+func (r *Reconciler) deleteOrphans(ctx context.Context, s *scope) error {
+	desired := s.target.desired
+	live, err := apply.ListManaged(ctx, r.reader(), managedScope(r.Namespace, s.strategies, desired), apply.KindsOf(desired.Others)...)
+	if err != nil {
+		return err
+	}
+	orphans := apply.Orphans(apply.Refs(apply.Steps(desired, apply.Install)), live)
+	if len(orphans) == 0 {
 		return nil
 	}
-	reason, changed := "initial install", []string{}
-	if previous, err := deployid.Parse(kv.Status.TargetDeploymentConfig); err == nil {
-		changed = deployid.ChangedKeys(previous, cfg)
-		reason = "changed: " + strings.Join(changed, ", ")
+	applier := &apply.Applier{Client: r.Client}
+	if _, err := applier.Apply(ctx, apply.Deletions(orphans, "not in the target install strategy")); err != nil {
+		return err
 	}
-	deployid.SetTarget(kv, cfg)
-	log.FromContext(ctx).Info("new target", "deploymentID", cfg.ID, "version", cfg.KubeVirtVersion, "why", reason)
-	r.event(kv, "TargetChanged", "Rollout", fmt.Sprintf("Rolling out KubeVirt %s (deployment ID %s); %s", cfg.KubeVirtVersion, cfg.ID, reason))
-	return changed
-}
-
-// setDefaultArchitecture writes status.defaultArchitecture, which virt-api's
-// mutating webhook puts on every VMI that names no architecture (without it virt-api
-// refuses VMIs as of an "unsupported architecture"): the CR's
-// configuration.architectureConfiguration.defaultArchitecture when set, else the
-// operator's own architecture if the field is still empty, as upstream.
-func setDefaultArchitecture(kv *v1.KubeVirt) {
-	if ac := kv.Spec.Configuration.ArchitectureConfiguration; ac != nil && ac.DefaultArchitecture != "" {
-		kv.Status.DefaultArchitecture = ac.DefaultArchitecture
-		return
-	}
-	if kv.Status.DefaultArchitecture == "" {
-		kv.Status.DefaultArchitecture = runtime.GOARCH
-	}
-}
-
-// progressing sets the in-flight conditions: Deploying on a first install,
-// Updating when a previous version is still observed.
-func (r *Reconciler) progressing(kv *v1.KubeVirt, created bool) {
-	st := kv.Status
-	state := State{Kind: StateDeploying, Created: created,
-		TargetVersion: st.TargetKubeVirtVersion, TargetRegistry: st.TargetKubeVirtRegistry,
-		ObservedVersion: st.ObservedKubeVirtVersion, ObservedRegistry: st.ObservedKubeVirtRegistry}
-	if h := st.RolloutHold; h != nil && h.Step != "" {
-		state.Reason, state.Message = h.Reason, "held before "+h.Step+": "+h.Message
-	}
-	if deployid.IsUpdating(kv) {
-		state.Kind = StateUpdating
-	}
-	kv.Status.Conditions = Conditions(kv.Status.Conditions, state, r.now())
-}
-
-// fail sets Degraded with a message that names the problem.
-func (r *Reconciler) fail(kv *v1.KubeVirt, reason, message string) {
-	previous := findCondition(kv.Status.Conditions, v1.KubeVirtConditionDegraded)
-	if previous == nil || previous.Reason != reason || previous.Message != message {
-		r.warning(kv, reason, "Reconcile", message)
-	}
-	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateFailed, Reason: reason, Message: message}, r.now())
-}
-
-func minPositive(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	default:
-		return min(a, b)
-	}
+	s.generations = apply.ForgetGenerations(s.generations, orphans)
+	s.emit(eventNormal, "DeletedObsoleteObjects", "Cleanup", fmt.Sprintf("Deleted %d objects the target install strategy no longer has", len(orphans)))
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -48,9 +49,19 @@ func JobStartProblem(job *batchv1.Job, pods []corev1.Pod, events []corev1.Event)
 	if live > 0 {
 		return ""
 	}
+	if refused := lastFailedCreate(events, job.UID); refused != "" {
+		return fmt.Sprintf("Job %s cannot create its pod: %s", job.Name, refused)
+	}
+	return ""
+}
+
+// lastFailedCreate is the message of the latest FailedCreate Warning about the
+// object with that UID (a Job's, ReplicaSet's or DaemonSet's controller could
+// not create a pod: the API server's refusal); "" when there is none.
+func lastFailedCreate(events []corev1.Event, uid types.UID) string {
 	var refused []corev1.Event
 	for _, ev := range events {
-		if ev.InvolvedObject.UID == job.UID && ev.Type == corev1.EventTypeWarning && ev.Reason == "FailedCreate" {
+		if ev.InvolvedObject.UID == uid && ev.Type == corev1.EventTypeWarning && ev.Reason == "FailedCreate" {
 			refused = append(refused, ev)
 		}
 	}
@@ -58,7 +69,7 @@ func JobStartProblem(job *batchv1.Job, pods []corev1.Pod, events []corev1.Event)
 		return ""
 	}
 	sort.Slice(refused, func(i, j int) bool { return eventTime(&refused[i]).Before(eventTime(&refused[j])) })
-	return fmt.Sprintf("Job %s cannot create its pod: %s", job.Name, refused[len(refused)-1].Message)
+	return refused[len(refused)-1].Message
 }
 
 // podStartProblem says why pod cannot start: it cannot be scheduled, or a
@@ -89,20 +100,30 @@ func eventTime(ev *corev1.Event) time.Time {
 }
 
 // strategyJobProblem reads what JobStartProblem needs: the Job's pods from the
-// cache, its Events from the API (the operator caches no Events). Events it may
-// not read only make the message less precise.
+// cache, its Events from the API.
 func (r *Reconciler) strategyJobProblem(ctx context.Context, job *batchv1.Job) (string, error) {
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 		return "", fmt.Errorf("listing the pods of strategy Job %s: %w", job.Name, err)
 	}
+	events, err := r.eventsAbout(ctx, job)
+	if err != nil {
+		return "", err
+	}
+	return JobStartProblem(job, pods.Items, events), nil
+}
+
+// eventsAbout lists the Events about obj from the API (the operator caches no
+// Events). Events it may not read only make a message less precise.
+func (r *Reconciler) eventsAbout(ctx context.Context, obj client.Object) ([]corev1.Event, error) {
 	events := &corev1.EventList{}
-	err := r.APIReader.List(ctx, events, client.InNamespace(job.Namespace), client.MatchingFields{"involvedObject.uid": string(job.UID)})
+	err := r.APIReaderOrClient().List(ctx, events, client.InNamespace(obj.GetNamespace()), client.MatchingFields{"involvedObject.uid": string(obj.GetUID())})
 	switch {
 	case apierrors.IsForbidden(err):
-		log.FromContext(ctx).Info("cannot read the strategy Job's Events", "job", job.Name, "error", err.Error())
+		log.FromContext(ctx).Info("cannot read Events", "object", obj.GetName(), "error", err.Error())
+		return nil, nil
 	case err != nil:
-		return "", fmt.Errorf("listing the Events of strategy Job %s: %w", job.Name, err)
+		return nil, fmt.Errorf("listing the Events of %s: %w", obj.GetName(), err)
 	}
-	return JobStartProblem(job, pods.Items, events.Items), nil
+	return events.Items, nil
 }

@@ -79,9 +79,11 @@ func publishMetrics(st *v1.KubeVirtStatus) {
 	}
 }
 
-// countDrift counts the writes of a pass at rest: each reverts a drifted object.
-func countDrift(kv *v1.KubeVirt, writes []apply.Action) {
-	if kv.Status.ObservedDeploymentID == "" || kv.Status.ObservedDeploymentID != kv.Status.TargetDeploymentID {
+// countDrift counts the writes of a pass at rest: each reverts a drifted
+// object or rotates a certificate.
+func countDrift(s *scope, writes []apply.Action) {
+	observed := s.kv.Status.ObservedDeploymentID
+	if observed == "" || s.cfg == nil || observed != s.cfg.ID {
 		return
 	}
 	for _, w := range writes {

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -46,13 +45,14 @@ func TestOrphansInTheOldMonitoringNamespaceGo(t *testing.T) {
 	stale := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "kubevirt-prometheus-metrics", Labels: managed}}
 	kept := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt-handler", Labels: managed}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stale, kept).Build()
-	r := &Reconciler{Client: c, APIReader: c, Namespace: "kubevirt", Recorder: events.NewFakeRecorder(10)}
+	r := &Reconciler{Client: c, APIReader: c, Namespace: "kubevirt"}
 	desired := &strategy.Strategy{}
 	if err := desired.Add(kept.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
 	cms := []corev1.ConfigMap{strategyCM("old", "id", "monitoring"), strategyCM("new", "id", "")}
-	if err := r.deleteOrphans(context.Background(), &v1.KubeVirt{}, desired, cms); err != nil {
+	s := &scope{kv: &v1.KubeVirt{}, strategies: cms, target: &deployment{desired: desired}}
+	if err := r.deleteOrphans(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(stale), &rbacv1.Role{}); client.IgnoreNotFound(err) != nil || err == nil {
@@ -60,5 +60,8 @@ func TestOrphansInTheOldMonitoringNamespaceGo(t *testing.T) {
 	}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(kept), &corev1.ServiceAccount{}); err != nil {
 		t.Fatalf("a desired object was deleted: %v", err)
+	}
+	if len(s.events) != 1 || s.events[0].Reason != "DeletedObsoleteObjects" {
+		t.Fatalf("events %+v, want one DeletedObsoleteObjects", s.events)
 	}
 }

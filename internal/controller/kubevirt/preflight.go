@@ -28,23 +28,30 @@ const ReasonPreflight = "PreflightCheck"
 const preflightRecheck = 2 * time.Second
 
 // runPreflight checks an upgrade to the target before its first step (an
-// install, or a target already reached, is not checked): the results go to
-// status.preflight and the Upgradeable condition; a failing or running check
-// not skipped by the CR's annotation holds the rollout.
-func (r *Reconciler) runPreflight(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config, s *strategy.Strategy) (*v1.RolloutHoldStatus, time.Duration, error) {
-	st := &kv.Status
-	if st.ObservedDeploymentID == "" || st.ObservedDeploymentID == st.TargetDeploymentID {
-		return nil, 0, r.cleanUpPrepull(ctx, "")
+// install, or a target already reached, is not checked; a rollout held by
+// spec.paused or the windows is checked once it may go on): the verdict goes to
+// s.preflight (status.preflight and the Upgradeable condition), and a failing
+// or running check not skipped by the CR's annotation holds the rollout.
+func (r *Reconciler) runPreflight(ctx context.Context, s *scope) error {
+	if s.target == nil {
+		return nil
 	}
-	pf := st.Preflight
-	if pf == nil || pf.TargetID != st.TargetDeploymentID {
-		pf = &v1.PreflightStatus{TargetID: st.TargetDeploymentID}
+	observed := s.kv.Status.ObservedDeploymentID
+	if observed == "" || observed == s.cfg.ID {
+		return r.cleanUpPrepull(ctx, "")
+	}
+	if s.hold != nil {
+		return nil
+	}
+	pf := s.kv.Status.Preflight.DeepCopy()
+	if pf == nil || pf.TargetID != s.cfg.ID {
+		pf = &v1.PreflightStatus{TargetID: s.cfg.ID}
 	}
 	switch {
 	case len(pf.Checks) == 0:
-		checks, err := r.preflightChecks(ctx, kv, cfg, s)
+		checks, err := r.preflightChecks(ctx, s.kv, s.cfg, s.target.strategy)
 		if err != nil {
-			return nil, 0, err
+			return err
 		}
 		pf.Checks = checks
 	case !finished(pf):
@@ -52,28 +59,24 @@ func (r *Reconciler) runPreflight(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 		// again (no version or CRD reads every recheck).
 		for i, c := range pf.Checks {
 			if c.State == preflight.Running && c.Name == preflight.CheckImages {
-				images, err := r.prepull(ctx, kv, cfg, s)
+				images, err := r.prepull(ctx, s.cfg, s.target.strategy, s.now)
 				if err != nil {
-					return nil, 0, err
+					return err
 				}
 				pf.Checks[i] = images
 			}
 		}
 	}
-	st.Preflight = pf
-	ok, reason, msg := preflight.Verdict(kv, pf.Checks)
+	ok, reason, msg := preflight.Verdict(s.kv, pf.Checks)
+	s.preflight = &preflightResult{status: pf, passed: ok, reason: reason, message: msg, summary: summary(s.kv, pf.Checks)}
 	if ok {
-		st.Conditions = setCondition(st.Conditions, v1.KubeVirtCondition{Type: v1.KubeVirtConditionUpgradeable, Status: corev1.ConditionTrue,
-			Reason: "PreflightPassed", Message: summary(kv, pf.Checks)}, r.now())
-		return nil, 0, r.cleanUpPrepull(ctx, "")
+		return r.cleanUpPrepull(ctx, "")
 	}
-	st.Conditions = setCondition(st.Conditions, v1.KubeVirtCondition{Type: v1.KubeVirtConditionUpgradeable, Status: corev1.ConditionFalse,
-		Reason: reason, Message: msg}, r.now())
-	requeue := time.Duration(0)
+	s.hold = preflightHold(msg)
 	if !finished(pf) {
-		requeue = preflightRecheck
+		s.requeueAfter(preflightRecheck)
 	}
-	return &v1.RolloutHoldStatus{Reason: ReasonPreflight, Message: msg}, requeue, nil
+	return nil
 }
 
 // finished: every check has a final state.
@@ -117,7 +120,7 @@ func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *
 		}
 		checks = append(checks, preflight.KubernetesOf(rel, info))
 	}
-	images, err := r.prepull(ctx, kv, cfg, s)
+	images, err := r.prepull(ctx, cfg, s, r.Clock.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +142,7 @@ func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *
 
 // prepull runs one pre-pull pod per node pool with the target's images and
 // judges them.
-func (r *Reconciler) prepull(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config, s *strategy.Strategy) (v1.PreflightCheck, error) {
+func (r *Reconciler) prepull(ctx context.Context, cfg *deployid.Config, s *strategy.Strategy, now time.Time) (v1.PreflightCheck, error) {
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes); err != nil {
 		return v1.PreflightCheck{}, err
@@ -151,9 +154,9 @@ func (r *Reconciler) prepull(ctx context.Context, kv *v1.KubeVirt, cfg *deployid
 		return v1.PreflightCheck{}, err
 	}
 	var mine []corev1.Pod
-	started := r.Clock.Now()
+	started := now
 	for _, p := range pods.Items {
-		if p.Annotations["kubevirt.io/preflight-target"] == cfg.ID {
+		if p.Annotations[preflight.TargetAnnotation] == cfg.ID {
 			mine = append(mine, p)
 			if p.CreationTimestamp.Time.Before(started) {
 				started = p.CreationTimestamp.Time
@@ -171,7 +174,7 @@ func (r *Reconciler) prepull(ctx context.Context, kv *v1.KubeVirt, cfg *deployid
 			}
 		}
 	}
-	return preflight.Images(mine, len(pools), started, r.Clock.Now()), nil
+	return preflight.Images(mine, len(pools), started, now), nil
 }
 
 // targetImages are the target's component images and its launcher.
@@ -203,7 +206,7 @@ func (r *Reconciler) cleanUpPrepull(ctx context.Context, keepTarget string) erro
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp != nil || (keepTarget != "" && p.Annotations["kubevirt.io/preflight-target"] == keepTarget) {
+		if p.DeletionTimestamp != nil || (keepTarget != "" && p.Annotations[preflight.TargetAnnotation] == keepTarget) {
 			continue
 		}
 		if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {

@@ -1,6 +1,7 @@
 package kubevirt
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +18,8 @@ import (
 
 // Strings of the install-strategy Job, as upstream names them.
 const (
-	strategyJobGenerateName = "virt-operator-install-strategy-"
-	strategyDumperLabel     = "virt-operator-strategy-dumper"
+	strategyJobPrefix   = "virt-operator-install-strategy-"
+	strategyDumperLabel = "virt-operator-strategy-dumper"
 	// attemptAnnotation counts failed Jobs for one deployment ID, for the backoff.
 	attemptAnnotation = "virt-operator.kubevirt.io/strategy-attempt"
 )
@@ -29,7 +30,8 @@ const (
 // upstream's shape in TARGET_DEPLOYMENT_CONFIG. The image is cfg.VirtOperatorImage:
 // this operator's own for a release the builtin generator knows, the release's own
 // operator otherwise (deployid.setImages). The Job carries the deployment ID in its
-// identifier annotation so the operator finds it again after a restart.
+// identifier annotation so the operator finds it again after a restart, and its
+// name is StrategyJobName's, so one attempt is never created twice.
 func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batchv1.Job {
 	labels := map[string]string{
 		metadata.AppLabel:             strategyDumperLabel,
@@ -77,10 +79,10 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: strategyJobGenerateName,
-			Namespace:    cfg.Namespace,
-			Labels:       labels,
-			Annotations:  annotations,
+			Name:        StrategyJobName(cfg.ID, attempt),
+			Namespace:   cfg.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](0), // the operator retries with its own backoff and reports each failure
@@ -94,6 +96,13 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 			},
 		},
 	}
+}
+
+// StrategyJobName names the Job of one attempt for one deployment ID: the
+// prefix, the ID's first 16 characters and the attempt (at most 52 characters,
+// within the 63 a Job's name may have for its pods' job-name label).
+func StrategyJobName(id string, attempt int) string {
+	return fmt.Sprintf("%s%.16s-%d", strategyJobPrefix, id, attempt)
 }
 
 // JobOutcome is where an install-strategy Job stands.

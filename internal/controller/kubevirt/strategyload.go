@@ -9,34 +9,41 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
-// loadedStrategy is the outcome of looking for the target's strategy.
-type loadedStrategy struct {
-	Strategy *strategy.Strategy // nil while it is being generated
-	Plan     StrategyPlan
-	// ConfigMaps are all install-strategy ConfigMaps, for the garbage collection.
-	ConfigMaps []corev1.ConfigMap
-	// JobProblem says why the running strategy Job's pod cannot start; "" if nothing stops it.
-	JobProblem string
-}
-
-// loadStrategy finds the cached strategy for cfg's ID, or drives the Job that
-// generates it. A corrupt ConfigMap is deleted so the next pass regenerates it.
-func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config) (*loadedStrategy, error) {
+// observeStrategies lists the install-strategy ConfigMaps and Jobs, drives the
+// Job that generates the target's strategy, and loads and prepares the
+// target's strategy and, while it differs, the observed deployment's.
+func (r *Reconciler) observeStrategies(ctx context.Context, s *scope) error {
 	cms, jobs, err := r.listStrategyObjects(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := r.recordMonitorNamespaces(ctx, cms, cfg.ID); err != nil {
-		return nil, err
+	s.strategies = cms
+	if s.cfg != nil {
+		if err := r.loadTargetStrategy(ctx, s, jobs); err != nil {
+			return err
+		}
+	}
+	r.loadObservedStrategy(ctx, s)
+	return nil
+}
+
+// loadTargetStrategy finds the cached strategy for the target's ID, or drives
+// the Job that generates it. A corrupt ConfigMap is deleted so the next pass
+// regenerates it.
+func (r *Reconciler) loadTargetStrategy(ctx context.Context, s *scope, jobs []batchv1.Job) error {
+	cfg := s.cfg
+	if err := r.recordMonitorNamespaces(ctx, s.strategies, cfg.ID); err != nil {
+		return err
 	}
 	// The cache holds the default monitoring account in every namespace (the
 	// operator's ServiceAccount cache); another account is read from the API.
@@ -46,65 +53,124 @@ func (r *Reconciler) loadStrategy(ctx context.Context, kv *v1.KubeVirt, cfg *dep
 	}
 	monitoringNS, err := strategy.DetectMonitorNamespace(ctx, accounts, cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
 	if err != nil {
-		return nil, fmt.Errorf("detecting the monitoring namespace: %w", err)
+		return fmt.Errorf("detecting the monitoring namespace: %w", err)
 	}
-	plan := PlanStrategy(StrategyInputs{
-		ID: cfg.ID, ConfigMaps: cms, Jobs: jobs, LiveMonitoringNS: monitoringNS, Now: r.Clock.Now(),
-	})
-	out := &loadedStrategy{Plan: plan, ConfigMaps: cms}
+	plan := PlanStrategy(StrategyInputs{ID: cfg.ID, ConfigMaps: s.strategies, Jobs: jobs, LiveMonitoringNS: monitoringNS, Now: s.now})
+	s.strategyPlan = plan
+	s.requeueAfter(plan.RequeueAfter)
 	if plan.Failure != nil {
-		pods := &corev1.PodList{}
-		if err := r.Client.List(ctx, pods, client.InNamespace(r.Namespace), client.MatchingLabels{batchv1.JobNameLabel: plan.Failure.JobName}); err != nil {
-			return nil, err
+		msg, err := r.strategyJobFailure(ctx, plan.Failure)
+		if err != nil {
+			return err
 		}
-		if msg := PodFailureMessage(pods.Items); msg != "" {
-			out.Plan.Failure.Message = fmt.Sprintf("Job %s: %s (%s)", plan.Failure.JobName, msg, plan.Failure.Message)
-		}
+		s.fail(problem{Reason: ReasonStrategyJobFailed, Message: "The install-strategy Job failed and is retried: " + msg, Warning: ReasonStrategyJobFailed})
 	}
-
 	if plan.Running != nil {
-		if out.JobProblem, err = r.strategyJobProblem(ctx, plan.Running); err != nil {
-			return nil, err
+		blocked, err := r.strategyJobProblem(ctx, plan.Running)
+		if err != nil {
+			return err
 		}
-		out.Plan.RequeueAfter = jobCheckInterval
+		if blocked != "" {
+			s.fail(problem{Reason: ReasonStrategyJobBlocked, Message: "The install-strategy Job cannot run: " + blocked, Warning: ReasonStrategyJobBlocked})
+		}
+		s.requeueAfter(jobCheckInterval)
 	}
-
 	for i := range plan.DeleteJobs {
 		job := &plan.DeleteJobs[i]
 		if err := r.Client.Delete(ctx, job, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("deleting finished strategy Job %s: %w", job.Name, err)
+			return fmt.Errorf("deleting finished strategy Job %s: %w", job.Name, err)
 		}
-	}
-	if plan.CreateJob && r.jobJustCreated(cfg.ID, plan.Attempt) {
-		// The cache has not seen the Job created a moment ago yet.
-		plan.CreateJob, out.Plan.RequeueAfter = false, time.Second
 	}
 	if plan.CreateJob {
-		job := StrategyJob(cfg, r.ServiceAccount, plan.Attempt)
-		if err := r.Client.Create(ctx, job); err != nil {
-			return nil, fmt.Errorf("creating the install-strategy Job: %w", err)
+		if err := r.createStrategyJob(ctx, s, plan.Attempt); err != nil {
+			return err
 		}
-		r.rememberJob(jobKey{cfg.ID, plan.Attempt})
-		log.FromContext(ctx).Info("install-strategy Job created", "job", job.Name, "deploymentID", cfg.ID, "attempt", plan.Attempt)
-		r.event(kv, "StrategyJobCreated", "Generate", fmt.Sprintf("Generating the install strategy for deployment ID %s (Job %s)", cfg.ID, job.Name))
 	}
 	if plan.Use == nil {
-		return out, nil
+		return nil
 	}
-	s, err := r.decode(plan.Use)
+	decoded, err := r.decode(plan.Use)
 	if errors.Is(err, strategy.ErrCorrupt) {
-		r.warning(kv, "CorruptInstallStrategy", "Regenerate", fmt.Sprintf("ConfigMap %s is corrupt and is regenerated: %v", plan.Use.Name, err))
-		if delErr := r.Client.Delete(ctx, plan.Use); client.IgnoreNotFound(delErr) != nil {
-			return nil, delErr
-		}
-		out.Plan.RequeueAfter = 0
-		return out, nil
+		s.emit(eventWarning, "CorruptInstallStrategy", "Regenerate", fmt.Sprintf("ConfigMap %s is corrupt and is regenerated: %v", plan.Use.Name, err))
+		return client.IgnoreNotFound(r.Client.Delete(ctx, plan.Use)) // its deletion brings the operator back
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out.Strategy = s
-	return out, nil
+	s.target = &deployment{cfg: cfg, strategy: decoded}
+	if s.target.prepared, err = apply.Prepare(decoded, cfg); err != nil {
+		var patchErr *apply.PatchError
+		if !errors.As(err, &patchErr) {
+			return err
+		}
+		// Nothing of the target is written until the spec changes; what runs
+		// is still kept (and its certificates).
+		s.fail(problem{Reason: ReasonInvalidCustomization, Message: patchErr.Error(), Warning: ReasonInvalidCustomization})
+	}
+	return nil
+}
+
+// createStrategyJob creates the Job of this attempt. Its name is derived from
+// the ID and the attempt, so a Job this process created a moment ago, which the
+// cache does not show yet, is found by its name (AlreadyExists) and never made twice.
+func (r *Reconciler) createStrategyJob(ctx context.Context, s *scope, attempt int) error {
+	job := StrategyJob(s.cfg, r.ServiceAccount, attempt)
+	err := r.Client.Create(ctx, job)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		s.requeueAfter(time.Second) // created a moment ago; the cache catches up
+		return nil
+	case err != nil:
+		return fmt.Errorf("creating the install-strategy Job: %w", err)
+	}
+	log.FromContext(ctx).Info("install-strategy Job created", "job", job.Name, "deploymentID", s.cfg.ID, "attempt", attempt)
+	s.emit(eventNormal, "StrategyJobCreated", "Generate", fmt.Sprintf("Generating the install strategy for deployment ID %s (Job %s)", s.cfg.ID, job.Name))
+	return nil
+}
+
+// strategyJobFailure is a failed Job's message, with its container's own
+// error when the pod says it.
+func (r *Reconciler) strategyJobFailure(ctx context.Context, failure *JobOutcome) (string, error) {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(r.Namespace), client.MatchingLabels{batchv1.JobNameLabel: failure.JobName}); err != nil {
+		return "", err
+	}
+	if msg := PodFailureMessage(pods.Items); msg != "" {
+		return fmt.Sprintf("Job %s: %s (%s)", failure.JobName, msg, failure.Message), nil
+	}
+	return failure.Message, nil
+}
+
+// loadObservedStrategy loads and prepares the strategy of the deployment that
+// last rolled out everywhere, while the target differs from it: what runs is
+// repaired from it while the rollout is held, and the certificates are kept
+// from it while the target has no strategy. Anything missing or unreadable
+// leaves it out (the target, once loaded, takes over).
+func (r *Reconciler) loadObservedStrategy(ctx context.Context, s *scope) {
+	prev := s.kv.Status
+	if prev.ObservedDeploymentID == "" || (s.cfg != nil && prev.ObservedDeploymentID == s.cfg.ID) {
+		return
+	}
+	cm := strategy.FindForID(s.strategies, prev.ObservedDeploymentID)
+	if cm == nil {
+		return
+	}
+	cfg, err := deployid.Parse(prev.ObservedDeploymentConfig)
+	if err != nil {
+		log.FromContext(ctx).Info("the observed deployment config cannot be read", "error", err.Error())
+		return
+	}
+	decoded, err := r.decode(cm)
+	if err != nil {
+		log.FromContext(ctx).Info("the observed deployment's strategy cannot be read", "configMap", cm.Name, "error", err.Error())
+		return
+	}
+	prepared, err := apply.Prepare(decoded, cfg)
+	if err != nil {
+		log.FromContext(ctx).Info("the observed deployment's strategy cannot be prepared", "error", err.Error())
+		return
+	}
+	s.observed = &deployment{cfg: cfg, strategy: decoded, prepared: prepared}
 }
 
 // recordMonitorNamespaces annotates each ConfigMap of id that a release's own
@@ -151,57 +217,34 @@ func (r *Reconciler) listStrategyObjects(ctx context.Context) ([]corev1.ConfigMa
 	return cms.Items, jobs.Items, nil
 }
 
-// jobKey names one strategy Job attempt for one deployment ID.
-type jobKey struct {
-	id      string
-	attempt int
+// decodedStrategies caches the last strategies decoded from their ConfigMaps:
+// a rollout reconciles many times against the same one or two (the target's and
+// the observed deployment's), and decoding ~100 objects each time is wasted
+// work. Nothing downstream modifies them (apply.Prepare copies).
+type decodedStrategies struct {
+	mu      sync.Mutex
+	entries [2]decodedEntry // the newest first
 }
 
-// recentJobWindow is how long a just-created Job may stay invisible in the
-// cache before the operator creates another.
-const recentJobWindow = 10 * time.Second
-
-// rememberJob records a Job just created and forgets those past the window,
-// so the map stays as small as the Jobs of the last few seconds.
-func (r *Reconciler) rememberJob(k jobKey) {
-	now := r.Clock.Now()
-	r.recentJobs.Range(func(key, at any) bool {
-		if now.Sub(at.(time.Time)) >= recentJobWindow {
-			r.recentJobs.Delete(key)
-		}
-		return true
-	})
-	r.recentJobs.Store(k, now)
-}
-
-// jobJustCreated says whether this process created the same Job attempt a
-// moment ago. It only avoids a duplicate Job while the cache catches up; after
-// a restart the API state decides alone.
-func (r *Reconciler) jobJustCreated(id string, attempt int) bool {
-	v, ok := r.recentJobs.Load(jobKey{id, attempt})
-	return ok && r.Clock.Now().Sub(v.(time.Time)) < recentJobWindow
-}
-
-// decodedStrategy caches the last decoded strategy: a rollout reconciles many
-// times against the same ConfigMap, and decoding ~100 objects each time is
-// wasted work. Nothing downstream modifies it (apply.Customize copies).
-type decodedStrategy struct {
-	mu  sync.Mutex
+type decodedEntry struct {
 	key string // ConfigMap UID and resourceVersion
 	s   *strategy.Strategy
 }
 
 func (r *Reconciler) decode(cm *corev1.ConfigMap) (*strategy.Strategy, error) {
 	key := string(cm.UID) + "/" + cm.ResourceVersion
-	r.decoded.mu.Lock()
-	defer r.decoded.mu.Unlock()
-	if r.decoded.key == key && r.decoded.s != nil {
-		return r.decoded.s, nil
+	c := &r.decoded
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.key == key && e.s != nil {
+			return e.s, nil
+		}
 	}
 	s, err := strategy.Decode(cm)
 	if err != nil {
 		return nil, err
 	}
-	r.decoded.key, r.decoded.s = key, s
+	c.entries[1], c.entries[0] = c.entries[0], decodedEntry{key: key, s: s}
 	return s, nil
 }

@@ -2,13 +2,13 @@ package kubevirt
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
@@ -161,24 +161,19 @@ func TestDecodeIsCachedPerConfigMapVersion(t *testing.T) {
 	}
 }
 
-// A created Job is remembered for the window only; older entries go when the
-// next Job is created.
-func TestRecentJobsArePruned(t *testing.T) {
-	clock := clocktesting.NewFakeClock(t0)
-	r := &Reconciler{Clock: clock}
-	r.rememberJob(jobKey{"a", 0})
-	if !r.jobJustCreated("a", 0) {
-		t.Fatal("a Job created a moment ago is not remembered")
-	}
-	clock.Step(recentJobWindow)
-	r.rememberJob(jobKey{"b", 0})
-	if r.jobJustCreated("a", 0) || !r.jobJustCreated("b", 0) {
-		t.Fatal("want only b remembered")
-	}
-	n := 0
-	r.recentJobs.Range(func(any, any) bool { n++; return true })
-	if n != 1 {
-		t.Fatalf("%d entries kept, want 1", n)
+// One Job name per ID and attempt, within a label value's 63 characters.
+func TestStrategyJobName(t *testing.T) {
+	id := strings.Repeat("0123456789abcdef", 3)[:40]
+	names := map[string]bool{}
+	for _, in := range []struct {
+		id      string
+		attempt int
+	}{{id, 0}, {id, 1}, {"f" + id[1:], 0}, {id, 12345}} {
+		n := StrategyJobName(in.id, in.attempt)
+		if len(n) > 63 || names[n] {
+			t.Fatalf("%q: %d characters, or not unique", n, len(n))
+		}
+		names[n] = true
 	}
 }
 

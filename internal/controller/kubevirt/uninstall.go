@@ -9,7 +9,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
@@ -29,9 +28,9 @@ const (
 	blockedPollMax   = 30 * time.Second
 )
 
-// heldPoll is when a held uninstall looks again, held since since.
-func heldPoll(since, now time.Time) time.Duration {
-	return min(max(now.Sub(since), uninstallPollMin), blockedPollMax)
+// heldPoll is when an uninstall held since heldSince looks again.
+func heldPoll(heldSince, now time.Time) time.Duration {
+	return min(max(now.Sub(heldSince), uninstallPollMin), blockedPollMax)
 }
 
 // reconcileDelete uninstalls: held while workloads exist under
@@ -40,41 +39,40 @@ func heldPoll(since, now time.Time) time.Duration {
 // refuses such a delete up front; this guard holds one that got past it (the
 // webhook was not yet installed, or not reachable): the deletionTimestamp is set
 // by then, so the uninstall can no longer be cancelled, only held.
-func (r *Reconciler) reconcileDelete(ctx context.Context, kv *v1.KubeVirt) (reconcile.Result, error) {
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
+	kv := s.kv
+	s.deletion = &deletionOutcome{}
 	if kv.Status.Phase == v1.KubeVirtPhaseDeleted {
-		return reconcile.Result{}, r.removeFinalizer(ctx, kv)
+		s.deletion.done = true
+		return r.removeFinalizer(ctx, kv)
 	}
 	if kv.Spec.UninstallStrategy != v1.UninstallStrategyRemoveWorkloads {
 		counts, err := workloads.Count(ctx, r.APIReaderOrClient())
 		if err != nil {
-			return reconcile.Result{}, err
+			return err
 		}
 		if counts.Total() > 0 {
-			msg := fmt.Sprintf("Uninstall is held: %s exist and uninstallStrategy is BlockUninstallIfWorkloadsExist. The deletion cannot be cancelled any more; delete the workloads, or set uninstallStrategy: RemoveWorkloads to delete them with KubeVirt", counts)
-			if c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionSynchronized); c == nil || c.Message != msg {
-				r.warning(kv, ReasonDeletionBlocked, "Uninstall", msg)
-			}
-			kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateBlocked, Reason: ReasonDeletionBlocked, Message: msg}, r.now())
-			return reconcile.Result{RequeueAfter: heldPoll(blockedSince(kv, r.Clock.Now()), r.Clock.Now())}, nil
+			s.deletion.blocked = fmt.Sprintf("Uninstall is held: %s exist and uninstallStrategy is BlockUninstallIfWorkloadsExist. "+
+				"The deletion cannot be cancelled any more; delete the workloads, or set uninstallStrategy: RemoveWorkloads to delete them with KubeVirt", counts)
+			s.requeueAfter(heldPoll(blockedSince(kv, s.now), s.now))
+			return nil
 		}
 	}
-	kv.Status.Phase = v1.KubeVirtPhaseDeleting
-	kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateDeleting}, r.now())
-
 	remaining, err := r.deleteEverything(ctx, kv)
 	if err != nil {
-		r.warning(kv, ReasonDeletionFailed, "Uninstall", err.Error())
-		return reconcile.Result{}, err
+		s.deletion.failed = err.Error()
+		return err
 	}
 	if len(remaining) > 0 {
-		kv.Status.Conditions = Conditions(kv.Status.Conditions, State{Kind: StateDeleting, Message: describeRemaining(remaining)}, r.now())
-		return reconcile.Result{RequeueAfter: uninstallPollMin}, nil
+		s.deletion.remaining = describeRemaining(remaining)
+		s.requeueAfter(uninstallPollMin)
+		return nil
 	}
-	kv.Status.Phase = v1.KubeVirtPhaseDeleted
-	r.event(kv, "Deleted", "Uninstall", "Every object the operator created is deleted")
-	// Removing the finalizer lets the API server delete the CR; the deferred
-	// status patch then finds it gone, which is fine.
-	return reconcile.Result{}, r.removeFinalizer(ctx, kv)
+	s.deletion.done = true
+	s.emit(eventNormal, "Deleted", "Uninstall", "Every object the operator created is deleted")
+	// Removing the finalizer lets the API server delete the CR; the status
+	// patch that ends the pass then finds it gone, which is fine.
+	return r.removeFinalizer(ctx, kv)
 }
 
 // blockedSince is when the uninstall was first held (its condition's

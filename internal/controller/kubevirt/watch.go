@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/activecr"
 	"github.com/virt-operator/virt-operator/internal/controller/coalesce"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/preflight"
@@ -163,7 +164,7 @@ func (r *Reconciler) activeRequest(ctx context.Context, _ client.Object) []recon
 	if err := r.Client.List(ctx, all); err != nil {
 		return nil
 	}
-	active := ActiveKubeVirt(all.Items, r.Namespace)
+	active := activecr.Of(all.Items, r.Namespace)
 	if active == nil {
 		return nil
 	}

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/activecr"
 	"github.com/virt-operator/virt-operator/internal/controller/coalesce"
-	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
@@ -187,7 +187,7 @@ func (r *Reconciler) active(ctx context.Context) (*v1.KubeVirt, error) {
 	if err := r.Client.List(ctx, all); err != nil {
 		return nil, err
 	}
-	return kubevirt.ActiveKubeVirt(all.Items, r.Namespace), nil
+	return activecr.Of(all.Items, r.Namespace), nil
 }
 
 // activeRequest maps every watched event to one key: the updater has one job.

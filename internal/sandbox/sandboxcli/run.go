@@ -68,10 +68,10 @@ func NewRunCommand() *cobra.Command {
 			o.out, o.progress = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			// The operator's log: the terminal's stderr, or the log file once the
 			// sandbox directory exists (held in memory until then).
-			var logTo io.Writer = o.progress
+			logTo := o.progress
 			if !o.logToTerminal {
 				o.logFile = &deferredFile{}
-				defer o.logFile.Close()
+				defer func() { _ = o.logFile.Close() }()
 				logTo = o.logFile
 			}
 			if err := cliutil.SetupLogging(logFormat, logTo); err != nil {

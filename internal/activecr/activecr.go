@@ -1,4 +1,7 @@
-package kubevirt
+// Package activecr owns one choice both controllers make: which KubeVirt CR is
+// the cluster's active one. The operator acts on that CR alone; every other CR
+// is ignored, with a message that says why.
+package activecr
 
 import (
 	"fmt"
@@ -7,10 +10,10 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
-// ActiveKubeVirt picks the one KubeVirt CR the operator acts on: the oldest in
+// Of picks the one KubeVirt CR the operator acts on: the oldest in
 // the operator's namespace (ties broken by name). Every other CR is ignored,
-// and IgnoredReason says why, so a second CR never disturbs the first.
-func ActiveKubeVirt(all []v1.KubeVirt, operatorNamespace string) *v1.KubeVirt {
+// and IgnoredMessage says why, so a second CR never disturbs the first.
+func Of(all []v1.KubeVirt, operatorNamespace string) *v1.KubeVirt {
 	var candidates []*v1.KubeVirt
 	for i := range all {
 		if all[i].Namespace == operatorNamespace {
@@ -30,8 +33,8 @@ func ActiveKubeVirt(all []v1.KubeVirt, operatorNamespace string) *v1.KubeVirt {
 	return candidates[0]
 }
 
-// IgnoredReason is the message on a CR that is not the active one.
-func IgnoredReason(kv *v1.KubeVirt, active *v1.KubeVirt, operatorNamespace string) string {
+// IgnoredMessage is the message on a CR that is not the active one.
+func IgnoredMessage(kv *v1.KubeVirt, active *v1.KubeVirt, operatorNamespace string) string {
 	if kv.Namespace != operatorNamespace {
 		return fmt.Sprintf("There is an active KubeVirt deployment: this CR is ignored because the operator only manages a KubeVirt in its namespace %q", operatorNamespace)
 	}

@@ -1,4 +1,4 @@
-package kubevirt
+package activecr
 
 import (
 	"strings"
@@ -14,7 +14,7 @@ func kvAt(ns, name string, created int64) v1.KubeVirt {
 	return v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(time.Unix(created, 0))}}
 }
 
-func TestActiveKubeVirt(t *testing.T) {
+func TestOf(t *testing.T) {
 	cases := []struct {
 		name string
 		all  []v1.KubeVirt
@@ -27,22 +27,22 @@ func TestActiveKubeVirt(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := ActiveKubeVirt(c.all, "kubevirt")
+			got := Of(c.all, "kubevirt")
 			if (got == nil) != (c.want == "") || (got != nil && got.Name != c.want) {
-				t.Fatalf("ActiveKubeVirt = %v, want %q", got, c.want)
+				t.Fatalf("Of = %v, want %q", got, c.want)
 			}
 		})
 	}
 }
 
-func TestIgnoredReasonNamesTheActiveCR(t *testing.T) {
+func TestIgnoredMessageNamesTheActiveCR(t *testing.T) {
 	active := kvAt("kubevirt", "kubevirt", 1)
 	second := kvAt("kubevirt", "second", 2)
-	if msg := IgnoredReason(&second, &active, "kubevirt"); !strings.Contains(msg, "kubevirt/kubevirt") {
+	if msg := IgnoredMessage(&second, &active, "kubevirt"); !strings.Contains(msg, "kubevirt/kubevirt") {
 		t.Fatalf("message does not name the active CR: %s", msg)
 	}
 	foreign := kvAt("default", "kv", 0)
-	if msg := IgnoredReason(&foreign, &active, "kubevirt"); !strings.Contains(msg, `"kubevirt"`) {
+	if msg := IgnoredMessage(&foreign, &active, "kubevirt"); !strings.Contains(msg, `"kubevirt"`) {
 		t.Fatalf("message does not name the operator's namespace: %s", msg)
 	}
 }

@@ -5,35 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sort"
-
-	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
-
-// SetTarget records cfg as the configuration the operator is rolling out.
-func SetTarget(kv *v1.KubeVirt, cfg *Config) {
-	st := &kv.Status
-	st.TargetKubeVirtVersion = cfg.KubeVirtVersion
-	st.TargetKubeVirtRegistry = cfg.Registry
-	st.TargetDeploymentConfig = cfg.JSON()
-	st.TargetDeploymentID = cfg.ID
-}
-
-// SetObserved records cfg as the configuration that is fully rolled out and ready.
-func SetObserved(kv *v1.KubeVirt, cfg *Config) {
-	st := &kv.Status
-	st.ObservedKubeVirtVersion = cfg.KubeVirtVersion
-	st.ObservedKubeVirtRegistry = cfg.Registry
-	st.ObservedDeploymentConfig = cfg.JSON()
-	st.ObservedDeploymentID = cfg.ID
-}
-
-// IsUpdating reports an update in flight: something was rolled out before (the
-// observed ID is set) and the target differs from it. A first install, with no
-// observed ID yet, is deploying rather than updating (as upstream, §1.3).
-func IsUpdating(kv *v1.KubeVirt) bool {
-	st := &kv.Status
-	return st.ObservedDeploymentID != "" && st.ObservedDeploymentID != st.TargetDeploymentID
-}
 
 // ChangedKeys lists, sorted, the config keys whose values differ between old and
 // new, as dotted JSON paths one level into objects: "virtHandlerImage",

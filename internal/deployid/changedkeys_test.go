@@ -12,35 +12,6 @@ import (
 
 func jsonUnmarshal(text string, v any) error { return json.Unmarshal([]byte(text), v) }
 
-func TestStatusHelpers(t *testing.T) {
-	kv := newKubeVirt()
-	cfg := mustConfig(t, kv, baseEnv())
-	if IsUpdating(kv) {
-		t.Error("a KubeVirt without status is updating")
-	}
-	SetTarget(kv, cfg)
-	st := kv.Status
-	if st.TargetDeploymentID != cfg.ID || st.TargetKubeVirtVersion != "v1.9.0" || st.TargetKubeVirtRegistry != "quay.io/kubevirt" {
-		t.Errorf("target fields: %+v", st)
-	}
-	if parsed, err := Parse(st.TargetDeploymentConfig); err != nil || parsed.ID != cfg.ID {
-		t.Errorf("targetDeploymentConfig does not parse back: %v", err)
-	}
-	if IsUpdating(kv) {
-		t.Error("a first install (no observed ID) counts as updating")
-	}
-	SetObserved(kv, cfg)
-	if IsUpdating(kv) || kv.Status.ObservedDeploymentConfig != st.TargetDeploymentConfig ||
-		kv.Status.ObservedKubeVirtVersion != "v1.9.0" || kv.Status.ObservedKubeVirtRegistry != "quay.io/kubevirt" {
-		t.Errorf("observed fields: %+v", kv.Status)
-	}
-	next := mustConfig(t, kv, withEnv(baseEnv(), "VIRT_API_IMAGE", "x"))
-	SetTarget(kv, next)
-	if !IsUpdating(kv) {
-		t.Error("observed != target is not updating")
-	}
-}
-
 func TestChangedKeys(t *testing.T) {
 	base := mustConfig(t, newKubeVirt(), baseEnv())
 	tests := []struct {

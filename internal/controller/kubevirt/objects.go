@@ -1,0 +1,276 @@
+package kubevirt
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// writeWorkers bounds the writes of one kind in flight at once: enough to
+// hide the API server's latency on an upgrade's ~80 prerequisite writes, few
+// enough not to crowd out everyone else's requests.
+const writeWorkers = 8
+
+// reconcileObjects builds the desired states from the prepared strategies and
+// the certificates, then rolls the target out step by step or, while the
+// rollout is held or has no target to go to, keeps what runs.
+func (r *Reconciler) reconcileObjects(ctx context.Context, s *scope) error {
+	if s.certs == nil {
+		return nil // no strategy yet: nothing runs, nothing to write
+	}
+	mapper := r.Client.RESTMapper()
+	for _, d := range []*deployment{s.target, s.observed} {
+		if d == nil || d.prepared == nil {
+			continue
+		}
+		desired, err := apply.Complete(d.prepared, s.certs, d.cfg, mapper)
+		if err != nil {
+			return err
+		}
+		d.desired = desired
+	}
+	if s.targetReady() && s.hold == nil {
+		return r.rollOut(ctx, s)
+	}
+	return r.keepRunning(ctx, s)
+}
+
+// rollOut writes the target's objects step by step (prerequisites, then the
+// components in the path's order) and stops at the first step that has not
+// rolled over; the watches on Deployments and DaemonSets bring it back.
+func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
+	desired := s.target.desired
+	reader := r.reader()
+	live, err := apply.LiveObjects(ctx, reader, desired)
+	if err != nil {
+		return err
+	}
+	target := metadata.TargetOf(s.cfg)
+	certificates := certificateRefs(s.certs)
+	steps := apply.Steps(desired, apply.ChoosePath(s.cfg.KubeVirtVersion, s.kv.Status.ObservedKubeVirtVersion))
+	for i, step := range steps {
+		if step.Name == apply.StepVirtHandler {
+			handler, err := r.syncHandlerStep(ctx, s, step, live)
+			if err != nil || !handler.Done {
+				s.failHandler(handler)
+				return err
+			}
+			continue
+		}
+		if step.Name == apply.StepExtras {
+			others, err := apply.LiveOthers(ctx, reader, desired.Others)
+			if err != nil {
+				return err
+			}
+			maps.Copy(live, others)
+		}
+		writes := withoutRefs(apply.Writes(apply.Plan(step.Objects, live, s.generations)), certificates)
+		if err := r.write(ctx, s, writes); err != nil {
+			return err
+		}
+		if i == 0 {
+			s.created = true
+		}
+		if len(writes) > 0 && hasWorkloads(step) {
+			return nil // the new generation is not observed yet
+		}
+		if !step.RolledOver(live, target) {
+			return r.explainWait(ctx, s, steps[i+1:], live, step)
+		}
+	}
+	s.rolledOver = true
+	return nil
+}
+
+// keepRunning is the object phase of a rollout that may start nothing new
+// (apply.PlanKeep): what runs is repaired at the version it runs, and the
+// hold's step is the first step of the target that is not done. The
+// virt-handler canary, once its step is reached, still runs paused: it bakes
+// and judges (a crashing canary is rolled back) but replaces no pod.
+func (r *Reconciler) keepRunning(ctx context.Context, s *scope) error {
+	var steps []apply.Step
+	var target, running []client.Object
+	live := map[apply.ObjectRef]client.Object{}
+	if s.targetReady() {
+		steps = apply.Steps(s.target.desired, apply.ChoosePath(s.cfg.KubeVirtVersion, s.kv.Status.ObservedKubeVirtVersion))
+		target = keptObjects(steps)
+		if err := r.readLive(ctx, s.target.desired, live); err != nil {
+			return err
+		}
+	}
+	if s.observed != nil && s.observed.desired != nil {
+		running = keptObjects(apply.Steps(s.observed.desired, apply.Install))
+		if err := r.readLive(ctx, s.observed.desired, live); err != nil {
+			return err
+		}
+	}
+	writes, held := apply.PlanKeep(target, running, live, s.generations)
+	if err := r.write(ctx, s, withoutRefs(writes, certificateRefs(s.certs))); err != nil {
+		return err
+	}
+	if len(steps) == 0 {
+		return nil
+	}
+	waiting := map[apply.ObjectRef]bool{}
+	for _, ref := range held {
+		waiting[ref] = true
+	}
+	for i, step := range steps {
+		switch {
+		case step.Name == apply.StepExtras:
+			continue // written once the rollout goes on
+		case step.Name == apply.StepVirtHandler:
+			handler, err := r.syncHandlerStep(ctx, s, step, live)
+			if err != nil || !handler.Done {
+				s.failHandler(handler)
+				s.holdAt(step.Name)
+				return err
+			}
+		case anyRef(step.Objects, waiting) || !step.RolledOver(live, metadata.TargetOf(s.cfg)):
+			s.holdAt(step.Name)
+			return r.explainWait(ctx, s, steps[i+1:], live, step)
+		}
+		if i == 0 {
+			s.created = true
+		}
+	}
+	return nil
+}
+
+// readLive adds the live copies of a desired state's objects to live.
+func (r *Reconciler) readLive(ctx context.Context, desired *strategy.Strategy, live map[apply.ObjectRef]client.Object) error {
+	got, err := apply.LiveObjects(ctx, r.reader(), desired)
+	maps.Copy(live, got)
+	return err
+}
+
+// keptObjects are the objects of steps a held rollout keeps (the cluster
+// instancetypes and preferences of StepExtras wait for the rollout).
+func keptObjects(steps []apply.Step) []client.Object {
+	var out []client.Object
+	for _, st := range steps {
+		if st.Name != apply.StepExtras {
+			out = append(out, st.Objects...)
+		}
+	}
+	return out
+}
+
+// write carries out a phase's writes, kind by kind, and records their generations.
+func (r *Reconciler) write(ctx context.Context, s *scope, actions []apply.Action) error {
+	writes := apply.Writes(actions)
+	if len(writes) == 0 {
+		return nil
+	}
+	countDrift(s, writes)
+	log.FromContext(ctx).Info("applying", "writes", len(writes), "first", describe(writes[0]))
+	gens, err := (&apply.Applier{Client: r.Client}).ApplyByKind(ctx, writes, writeWorkers)
+	s.wrote(gens)
+	return err
+}
+
+// explainWait runs when step has not rolled over: it names a Deployment of the
+// step that cannot get its pods on the target running, and still judges a
+// virt-handler canary under way in a later step.
+func (r *Reconciler) explainWait(ctx context.Context, s *scope, later []apply.Step, live map[apply.ObjectRef]client.Object, step apply.Step) error {
+	failing, err := r.failingDeployment(ctx, step, live, metadata.TargetOf(s.cfg))
+	if err != nil {
+		return err
+	}
+	if err := r.judgeCanaryUnderWay(ctx, s, later, live); err != nil {
+		return err
+	}
+	if failing != nil {
+		s.fail(*failing) // after the canary's: its failure changed something
+		s.requeueAfter(componentRecheck)
+	}
+	return nil
+}
+
+// judgeCanaryUnderWay syncs a virt-handler rollout to the target that has
+// started and is not over, even while an earlier step waits (on the install
+// order, virt-api can start crashing after the canary began): a crashing
+// canary is still rolled back.
+func (r *Reconciler) judgeCanaryUnderWay(ctx context.Context, s *scope, later []apply.Step, live map[apply.ObjectRef]client.Object) error {
+	if !handlerRolloutUnderway(s) {
+		return nil
+	}
+	for _, st := range later {
+		if st.Name != apply.StepVirtHandler {
+			continue
+		}
+		handler, err := r.syncHandlerStep(ctx, s, st, live)
+		if handler.Reason != "" {
+			s.failHandler(handler)
+		}
+		return err
+	}
+	return nil
+}
+
+// managedScope is where a managed object may be: the operator's namespace, and
+// besides it every namespace the strategies write to and the monitoring
+// namespace each cached strategy was generated with (monitoring that went away
+// leaves its ServiceMonitor there). Others sorted.
+func managedScope(own string, cms []corev1.ConfigMap, strategies ...*strategy.Strategy) apply.Scope {
+	set := map[string]bool{}
+	for _, s := range strategies {
+		for _, o := range s.Objects() {
+			set[o.GetNamespace()] = true
+		}
+	}
+	for i := range cms {
+		if meta, ok := strategy.Meta(&cms[i]); ok {
+			set[meta.MonitorNamespace] = true
+		}
+	}
+	delete(set, "")
+	delete(set, own)
+	scope := apply.Scope{Namespace: own}
+	for ns := range set {
+		scope.Others = append(scope.Others, ns)
+	}
+	sort.Strings(scope.Others)
+	return scope
+}
+
+func hasWorkloads(step apply.Step) bool {
+	d, ds := step.Workloads()
+	return len(d) > 0 || len(ds) > 0
+}
+
+func describe(a apply.Action) string {
+	return fmt.Sprintf("%s %s (%s)", a.Op, apply.RefOf(a.Object), a.Reason)
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// withoutRefs is actions without those on the objects in refs.
+func withoutRefs(actions []apply.Action, refs map[apply.ObjectRef]bool) []apply.Action {
+	out := actions[:0:0]
+	for _, a := range actions {
+		if !refs[apply.RefOf(a.Object)] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func anyRef(objs []client.Object, refs map[apply.ObjectRef]bool) bool {
+	for _, o := range objs {
+		if refs[apply.RefOf(o)] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,139 @@
+package kubevirt
+
+import (
+	"runtime"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+)
+
+// nextStatus is the CR's status after a pass: the one place every field the
+// KubeVirt controller owns is decided, from the previous status and what the
+// pass's scope recorded. It is pure. The fields it does not own
+// (workloadUpdates, outdatedVirtualMachineInstanceWorkloads: the workload
+// updater's and virt-controller's) are kept as they were.
+func nextStatus(prev v1.KubeVirtStatus, s *scope, operatorVersion string) v1.KubeVirtStatus {
+	next := *prev.DeepCopy()
+	now := metav1.NewTime(s.now.Truncate(time.Second))
+	switch {
+	case s.ignored != "":
+		next.Conditions = Conditions(next.Conditions, State{Kind: StateIgnored, Reason: ReasonExistingDeployment, Message: s.ignored}, now)
+	case s.deletion != nil:
+		setDeletion(&next, s.deletion, now)
+	default:
+		setNormal(&next, s, operatorVersion, now)
+	}
+	next.Conditions = StandardConditions(next.Conditions, s.kv.Generation, now)
+	return next
+}
+
+// setNormal decides the status of an install, upgrade or a cluster at rest.
+func setNormal(next *v1.KubeVirtStatus, s *scope, operatorVersion string, now metav1.Time) {
+	next.OperatorVersion = operatorVersion
+	next.DefaultArchitecture = defaultArchitecture(s.kv, next.DefaultArchitecture)
+	next.Generations = s.generations
+	if s.cfg != nil {
+		setTarget(next, s.cfg)
+	}
+	if next.Phase == v1.KubeVirtPhaseUnset {
+		next.Phase = v1.KubeVirtPhaseDeploying
+	}
+	if s.handler != nil {
+		next.HandlerRollout = s.handler
+	}
+	if pf := s.preflight; pf != nil {
+		next.Preflight = pf.status
+		next.Conditions = setCondition(next.Conditions, upgradeable(pf), now)
+	}
+	next.RolloutHold = s.hold
+	if s.rolledOver {
+		setObserved(next, s.cfg)
+		next.Phase = v1.KubeVirtPhaseDeployed
+		next.ObservedGeneration = &s.kv.Generation
+		next.RolloutHold = nil // rolled over: nothing was held back
+	}
+	next.Conditions = Conditions(next.Conditions, outcome(next, s), now)
+	recordHistory(next, s, now.Time)
+}
+
+// outcome is the State upstream's conditions are derived from: the pass's
+// problem first, then rolled over, else in progress (held or not).
+func outcome(next *v1.KubeVirtStatus, s *scope) State {
+	switch {
+	case s.problem != nil:
+		return State{Kind: StateFailed, Reason: s.problem.Reason, Message: s.problem.Message, Created: s.created}
+	case s.rolledOver:
+		return State{Kind: StateAvailable, Created: true}
+	}
+	state := State{Kind: StateDeploying, Created: s.created,
+		TargetVersion: next.TargetKubeVirtVersion, TargetRegistry: next.TargetKubeVirtRegistry,
+		ObservedVersion: next.ObservedKubeVirtVersion, ObservedRegistry: next.ObservedKubeVirtRegistry}
+	if h := next.RolloutHold; h != nil && h.Step != "" {
+		state.Reason, state.Message = h.Reason, "held before "+h.Step+": "+h.Message
+	}
+	if next.ObservedDeploymentID != "" && next.ObservedDeploymentID != next.TargetDeploymentID {
+		state.Kind = StateUpdating
+	}
+	return state
+}
+
+// setDeletion decides the status of an uninstall.
+func setDeletion(next *v1.KubeVirtStatus, d *deletionOutcome, now metav1.Time) {
+	switch {
+	case d.blocked != "":
+		next.Conditions = Conditions(next.Conditions, State{Kind: StateBlocked, Reason: ReasonDeletionBlocked, Message: d.blocked}, now)
+		return
+	case d.done:
+		next.Phase = v1.KubeVirtPhaseDeleted
+		return
+	}
+	next.Phase = v1.KubeVirtPhaseDeleting
+	state := State{Kind: StateDeleting, Message: d.remaining}
+	if d.failed != "" {
+		state.Reason, state.Message = ReasonDeletionFailed, "Deletion failed and is retried: "+d.failed
+	}
+	next.Conditions = Conditions(next.Conditions, state, now)
+}
+
+// setTarget records cfg as the configuration the operator rolls out.
+func setTarget(st *v1.KubeVirtStatus, cfg *deployid.Config) {
+	st.TargetKubeVirtVersion = cfg.KubeVirtVersion
+	st.TargetKubeVirtRegistry = cfg.Registry
+	st.TargetDeploymentConfig = cfg.JSON()
+	st.TargetDeploymentID = cfg.ID
+}
+
+// setObserved records cfg as the configuration that is rolled out and ready.
+func setObserved(st *v1.KubeVirtStatus, cfg *deployid.Config) {
+	st.ObservedKubeVirtVersion = cfg.KubeVirtVersion
+	st.ObservedKubeVirtRegistry = cfg.Registry
+	st.ObservedDeploymentConfig = cfg.JSON()
+	st.ObservedDeploymentID = cfg.ID
+}
+
+// defaultArchitecture is status.defaultArchitecture, which virt-api's mutating
+// webhook puts on every VMI that names no architecture (without it virt-api
+// refuses VMIs as of an "unsupported architecture"): the CR's
+// configuration.architectureConfiguration.defaultArchitecture when set, else the
+// operator's own architecture if the field is still empty, as upstream.
+func defaultArchitecture(kv *v1.KubeVirt, current string) string {
+	if ac := kv.Spec.Configuration.ArchitectureConfiguration; ac != nil && ac.DefaultArchitecture != "" {
+		return ac.DefaultArchitecture
+	}
+	if current == "" {
+		return runtime.GOARCH
+	}
+	return current
+}
+
+// upgradeable is the Upgradeable condition of a preflight verdict.
+func upgradeable(pf *preflightResult) v1.KubeVirtCondition {
+	if pf.passed {
+		return v1.KubeVirtCondition{Type: v1.KubeVirtConditionUpgradeable, Status: corev1.ConditionTrue, Reason: "PreflightPassed", Message: pf.summary}
+	}
+	return v1.KubeVirtCondition{Type: v1.KubeVirtConditionUpgradeable, Status: corev1.ConditionFalse, Reason: pf.reason, Message: pf.message}
+}
