@@ -524,6 +524,9 @@ const (
 	KubeVirtConditionStalled     KubeVirtConditionType = "Stalled"
 	// Upgradeable says whether the upgrade to the target passed its preflight.
 	KubeVirtConditionUpgradeable KubeVirtConditionType = "Upgradeable"
+	// KubeVirtConditionDataRetained is True while CRDs the deployment no longer
+	// has are kept because their objects are user data; it names them.
+	KubeVirtConditionDataRetained KubeVirtConditionType = "DataRetained"
 )
 
 // KubeVirtCondition is one condition on the KubeVirt CR, shaped as upstream's.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -85,7 +87,11 @@ func TestSpecValidation(t *testing.T) {
 
 func TestDelete(t *testing.T) {
 	deployed := func(kv *v1.KubeVirt) { kv.Status.Phase = v1.KubeVirtPhaseDeployed }
-	some := workloads.Counts{2, 1, 0, 0}
+	kind := func(crd, kind string, n int) workloads.KindCount {
+		return workloads.KindCount{Kind: workloads.Kind{CRD: crd, GVK: schema.GroupVersionKind{Kind: kind}}, N: n}
+	}
+	some := workloads.Counts{kind("virtualmachineinstances.kubevirt.io", "VirtualMachineInstance", 2), kind("virtualmachines.kubevirt.io", "VirtualMachine", 0),
+		kind("virtualmachinesnapshots.snapshot.kubevirt.io", "VirtualMachineSnapshot", 1), kind("migrationpolicies.migrations.kubevirt.io", "MigrationPolicy", 1)}
 	for _, tc := range []struct {
 		name    string
 		kv      *v1.KubeVirt
@@ -97,7 +103,7 @@ func TestDelete(t *testing.T) {
 			deployed(kv)
 			kv.Spec.UninstallStrategy = v1.UninstallStrategyBlockUninstallIfWorkloadsExist
 		}), some, false},
-		{"no workloads", kubeVirt(deployed), workloads.Counts{0, 0, 0, 0}, true},
+		{"no workloads", kubeVirt(deployed), workloads.Counts{kind("virtualmachines.kubevirt.io", "VirtualMachine", 0)}, true},
 		{"RemoveWorkloads", kubeVirt(func(kv *v1.KubeVirt) { deployed(kv); kv.Spec.UninstallStrategy = v1.UninstallStrategyRemoveWorkloads }), some, true},
 		{"not deployed yet", kubeVirt(nil), some, true},
 	} {
@@ -106,7 +112,7 @@ func TestDelete(t *testing.T) {
 			if v.Allowed != tc.allowed {
 				t.Fatalf("%+v", v)
 			}
-			if !v.Allowed && !strings.Contains(v.Message, "there are still 2 VirtualMachineInstances, 1 VirtualMachines present") {
+			if !v.Allowed && !strings.Contains(v.Message, "there are still 2 VirtualMachineInstances, 1 VirtualMachineSnapshots, 1 MigrationPolicies present") {
 				t.Errorf("the message does not give the counts: %s", v.Message)
 			}
 		})

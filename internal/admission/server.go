@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,9 +43,12 @@ type Server struct {
 	Namespace string
 	// Reader reads KubeVirt CRs and the certificate Secret (the manager's cache).
 	Reader client.Reader
-	// Workloads counts the workloads for a delete (uncached: a limited list).
+	// Workloads counts the user data for a delete (uncached, metadata only):
+	// the objects of every CRD the operator manages (read from Reader).
 	Workloads client.Reader
-	Log       logr.Logger
+	// Mapper maps the managed CRDs to their kinds.
+	Mapper meta.RESTMapper
+	Log    logr.Logger
 
 	mu     sync.Mutex
 	cached struct {
@@ -180,7 +185,7 @@ func (s *Server) delete(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	if err != nil {
 		return refuse("%v", err), nil
 	}
-	counts, err := workloads.Count(ctx, s.Workloads)
+	counts, err := workloads.CountManaged(ctx, s.Reader, s.Workloads, s.Mapper)
 	if err != nil {
 		return Verdict{}, err
 	}

@@ -17,6 +17,11 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
+
+	"github.com/virt-operator/virt-operator/internal/metadata"
+
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,8 +70,15 @@ func newServer(t *testing.T, objs ...client.Object) (*Server, client.Client) {
 	if err := v1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	return &Server{Namespace: "kubevirt", Reader: c, Workloads: c, Log: logr.Discard()}, c
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	// The operator manages the VMI CRD: its objects are user data an uninstall would delete.
+	vmiCRD := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineinstances.kubevirt.io",
+		Labels: map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}}}
+	mapper := testrestmapper.TestOnlyStaticRESTMapper(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(append(objs, vmiCRD)...).Build()
+	return &Server{Namespace: "kubevirt", Reader: c, Workloads: c, Mapper: mapper, Log: logr.Discard()}, c
 }
 
 func post(t *testing.T, url string, httpClient *http.Client, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {

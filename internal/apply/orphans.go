@@ -51,6 +51,21 @@ func Orphans(desired []ObjectRef, live []client.Object) []client.Object {
 	return out
 }
 
+// KeepData splits orphans into those to delete and the CRDs to keep because
+// their objects are user data: a CRD with objects (instances, by CRD name) is
+// kept unless allowDelete names it. Deleting such a CRD deletes every object
+// of it, a loss no upgrade, rollback or gate change may cause on its own.
+func KeepData(orphans []client.Object, instances map[string]int, allowDelete map[string]bool) (deleted, kept []client.Object) {
+	for _, o := range orphans {
+		if RefOf(o).Kind == "CustomResourceDefinition" && instances[o.GetName()] > 0 && !allowDelete[o.GetName()] {
+			kept = append(kept, o)
+			continue
+		}
+		deleted = append(deleted, o)
+	}
+	return deleted, kept
+}
+
 func ownLifecycle(o client.Object) bool {
 	_, ok := o.GetLabels()[metadata.InstallStrategyLabel]
 	return ok

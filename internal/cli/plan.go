@@ -26,6 +26,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/strategy/generate"
 	"github.com/virt-operator/virt-operator/internal/upgradeplan"
+	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
 // The plan command says what applying a KubeVirt CR would do, against the live
@@ -168,6 +169,12 @@ func offlineInput(newKV *v1.KubeVirt, processEnv deployid.Env, o planOptions) (u
 		}
 	}
 	in.Orphans = apply.Orphans(apply.Refs(apply.Steps(desired, apply.Install)), previous)
+	in.HeldData = map[string]string{}
+	for _, o := range in.Orphans {
+		if apply.RefOf(o).Kind == "CustomResourceDefinition" {
+			in.HeldData[o.GetName()] = "not counted offline: kept if it has objects, deleted if empty"
+		}
+	}
 	in.Preflight = []v1.PreflightCheck{{Name: "(offline)", State: preflight.Passed, Message: "no cluster read: no preflight"}}
 	return in, nil
 }
@@ -226,6 +233,9 @@ func planInput(ctx context.Context, c client.Client, serverVersion func() (*vers
 		return in, err
 	}
 	in.Orphans = apply.Orphans(apply.Refs(apply.Steps(desired, apply.Install)), managed)
+	if _, in.HeldData, err = workloads.InRemovedCRDs(ctx, c, c, c.RESTMapper(), desired.CRDs); err != nil {
+		return in, err
+	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return in, err
@@ -283,6 +293,11 @@ func planPreflight(ctx context.Context, c client.Client, serverVersion func() (*
 		return nil, err
 	}
 	checks := []v1.PreflightCheck{preflight.StoredVersions(stored, desired.CRDs)}
+	managed, held, err := workloads.InRemovedCRDs(ctx, c, c, c.RESTMapper(), desired.CRDs)
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, preflight.RemovedCRDs(managed, desired.CRDs, held))
 	if rel, known := release.Lookup(cfg.KubeVirtVersion); known {
 		info, err := serverVersion()
 		if err != nil {

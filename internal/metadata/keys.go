@@ -27,6 +27,13 @@ const (
 	// RetryHandlerRolloutAnnotation on the KubeVirt CR retries a Failed
 	// virt-handler rollout to the same target (any value); the operator removes it.
 	RetryHandlerRolloutAnnotation = "kubevirt.io/virt-operator-retry-handler-rollout"
+	// RetainedAnnotation marks a CRD an upgrade, rollback or gate change kept
+	// though the deployment no longer has it, because its objects are user
+	// data; the value says how many and for which deployment.
+	RetainedAnnotation = "kubevirt.io/virt-operator-retained"
+	// DeleteRetainedAnnotation on the KubeVirt CR names, comma-separated, the
+	// retained CRDs the operator may delete, and their objects with them.
+	DeleteRetainedAnnotation = "kubevirt.io/virt-operator-delete-retained-crds"
 
 	// RequiredSCCAnnotation pins the OpenShift SCC of a pod template.
 	RequiredSCCAnnotation = "openshift.io/required-scc"

@@ -4,11 +4,22 @@ package operator
 
 // The roles the install strategies define (escalate) and reference (bind), and
 // their writes outside the operator's namespace, of every release the builtin
-// generator knows.
+// generator knows; and the listing of their CRDs' objects, which the uninstall
+// guard counts (package workloads).
 //
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=escalate,resourceNames={"instancetype.kubevirt.io:view","kubevirt-apiserver","kubevirt-controller","kubevirt-exportproxy","kubevirt-handler","kubevirt-synchronization-controller","kubevirt.io:admin","kubevirt.io:default","kubevirt.io:edit","kubevirt.io:migrate","kubevirt.io:view","virt-template-apiserver-role","virt-template-manager-role","virt-template-metrics-auth-role","virt-template-metrics-reader","virt-template-virtualmachinetemplate-admin-role","virt-template-virtualmachinetemplate-editor-role","virt-template-virtualmachinetemplate-viewer-role","virt-template-virtualmachinetemplaterequest-admin-role","virt-template-virtualmachinetemplaterequest-editor-role","virt-template-virtualmachinetemplaterequest-source-role","virt-template-virtualmachinetemplaterequest-viewer-role"}
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames={"instancetype.kubevirt.io:view","kubevirt-apiserver","kubevirt-controller","kubevirt-exportproxy","kubevirt-handler","kubevirt-synchronization-controller","kubevirt.io:default","system:auth-delegator","virt-template-apiserver-role","virt-template-manager-role","virt-template-metrics-auth-role"}
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kube-system,resources=roles,verbs=bind,resourceNames={"extension-apiserver-authentication-reader"}
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kubevirt,resources=roles,verbs=escalate,resourceNames={"kubevirt-apiserver","kubevirt-controller","kubevirt-exportproxy","kubevirt-handler","kubevirt-monitoring","kubevirt-synchronization-controller","virt-template-leader-election-role"}
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kubevirt,resources=roles,verbs=bind,resourceNames={"kubevirt-apiserver","kubevirt-controller","kubevirt-exportproxy","kubevirt-handler","kubevirt-monitoring","kubevirt-synchronization-controller","virt-template-leader-election-role"}
+// +kubebuilder:rbac:groups=backup.kubevirt.io,resources=virtualmachinebackups;virtualmachinebackuptrackers,verbs=list
+// +kubebuilder:rbac:groups=clone.kubevirt.io,resources=virtualmachineclones,verbs=list
+// +kubebuilder:rbac:groups=export.kubevirt.io,resources=virtualmachineexports,verbs=list
+// +kubebuilder:rbac:groups=instancetype.kubevirt.io,resources=virtualmachineclusterinstancetypes;virtualmachineclusterpreferences;virtualmachineinstancetypes;virtualmachinepreferences,verbs=list
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations;virtualmachineinstancepresets;virtualmachineinstancereplicasets;virtualmachineinstances;virtualmachines,verbs=list
+// +kubebuilder:rbac:groups=migrations.kubevirt.io,resources=migrationpolicies,verbs=list
+// +kubebuilder:rbac:groups=plugin.kubevirt.io,resources=plugins,verbs=list
+// +kubebuilder:rbac:groups=pool.kubevirt.io,resources=virtualmachinepools,verbs=list
+// +kubebuilder:rbac:groups=snapshot.kubevirt.io,resources=virtualmachinerestores;virtualmachinesnapshotcontents;virtualmachinesnapshots,verbs=list
+// +kubebuilder:rbac:groups=template.kubevirt.io,resources=virtualmachinetemplaterequests;virtualmachinetemplates,verbs=list
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kube-system,resources=rolebindings,verbs=get;list;create;patch;delete

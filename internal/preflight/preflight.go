@@ -1,8 +1,9 @@
 // Package preflight owns the checks an upgrade must pass before its first
 // step: the target release supports the cluster's Kubernetes, the target's
 // images can be pulled on the nodes (a short pre-pull pod per node pool), the
-// CRD changes keep every stored version served, and deprecated CR fields are
-// named. The checks are pure functions of what was observed; the KubeVirt
+// CRD changes keep every stored version served, the CRDs the target drops are
+// named with what becomes of their objects, and GA feature gates the CR still
+// lists are named. The checks are pure functions of what was observed; the KubeVirt
 // controller runs the pre-pull pods, records the results in
 // status.preflight and the Upgradeable condition, and holds the upgrade while
 // a check fails or runs, unless the CR's skip annotation names it.
@@ -30,6 +31,7 @@ const (
 	CheckImages         = "ImagePull"
 	CheckStoredVersions = "CRDStoredVersions"
 	CheckDeprecated     = "DeprecatedFields"
+	CheckRemovedCRDs    = "RemovedCRDs"
 )
 
 // SkipAnnotation on the KubeVirt CR lists checks (comma-separated) whose
@@ -126,6 +128,33 @@ func Deprecated(r *release.Release, kv *v1.KubeVirt) v1.PreflightCheck {
 	}
 	if len(ga) > 0 {
 		c.Message = "feature gates GA in " + r.Version + " (listing them has no effect): " + strings.Join(ga, ", ")
+	}
+	return c
+}
+
+// RemovedCRDs names the managed CRDs (live, by name) the target no longer has,
+// and what becomes of each: one whose objects are user data (objects, by CRD
+// name: "3 VirtualMachineTemplates") is kept after the rollout, an empty one
+// deleted. It never blocks: nothing is lost either way.
+func RemovedCRDs(live []string, target []*apiextensionsv1.CustomResourceDefinition, objects map[string]string) v1.PreflightCheck {
+	c := v1.PreflightCheck{Name: CheckRemovedCRDs, State: Passed, Message: "none"}
+	kept := map[string]bool{}
+	for _, crd := range target {
+		kept[crd.Name] = true
+	}
+	var parts []string
+	for _, name := range live {
+		switch {
+		case kept[name]:
+		case objects[name] != "":
+			parts = append(parts, name+" kept for its data ("+objects[name]+")")
+		default:
+			parts = append(parts, name+" deleted (no objects)")
+		}
+	}
+	if len(parts) > 0 {
+		sort.Strings(parts)
+		c.Message = strings.Join(parts, "; ")
 	}
 	return c
 }

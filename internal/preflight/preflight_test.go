@@ -157,3 +157,16 @@ func TestImages(t *testing.T) {
 		t.Fatalf("pre-pull pod %+v", p)
 	}
 }
+
+func TestRemovedCRDs(t *testing.T) {
+	target := []*apiextensionsv1.CustomResourceDefinition{{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachines.kubevirt.io"}}}
+	live := []string{"virtualmachines.kubevirt.io", "virtualmachinetemplates.template.kubevirt.io", "plugins.plugin.kubevirt.io"}
+	c := RemovedCRDs(live, target, map[string]string{"virtualmachinetemplates.template.kubevirt.io": "3 VirtualMachineTemplates"})
+	want := "plugins.plugin.kubevirt.io deleted (no objects); virtualmachinetemplates.template.kubevirt.io kept for its data (3 VirtualMachineTemplates)"
+	if c.State != Passed || c.Message != want {
+		t.Fatalf("%+v, want Passed %q", c, want)
+	}
+	if c := RemovedCRDs(live[:1], target, nil); c.Message != "none" {
+		t.Fatalf("nothing removed: %+v", c)
+	}
+}

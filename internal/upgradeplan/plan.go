@@ -38,6 +38,9 @@ type Input struct {
 	Live map[apply.ObjectRef]client.Object
 	// Orphans are live managed objects the planned strategy no longer has.
 	Orphans []client.Object
+	// HeldData are the orphaned CRDs whose objects are user data, by name, with
+	// what they hold ("3 VirtualMachineTemplates"): they are kept, not deleted.
+	HeldData map[string]string
 	// Pods are the pods in the install namespace (components and virt-handler).
 	Pods  []corev1.Pod
 	Nodes []corev1.Node
@@ -46,7 +49,7 @@ type Input struct {
 	Preflight []v1.PreflightCheck
 }
 
-// Change is one object the plan writes.
+// Change is one object the plan writes (or, Op Keep, keeps for its data).
 type Change struct {
 	Ref    apply.ObjectRef
 	Op     apply.Op
@@ -90,6 +93,10 @@ func (p Plan) Blocked() bool {
 	return false
 }
 
+// OpKeep is a plan's change for an orphaned CRD that holds user data: it is
+// kept (the controller annotates it retained), not deleted.
+const OpKeep apply.Op = "Keep"
+
 // Make builds the plan.
 func Make(in Input) Plan {
 	p := Plan{ToID: in.NewConfig.ID, Version: in.NewConfig.KubeVirtVersion, Preflight: in.Preflight}
@@ -127,7 +134,12 @@ func Make(in Input) Plan {
 		}
 	}
 	for _, o := range in.Orphans {
-		p.Changes = append(p.Changes, Change{Ref: apply.RefOf(o), Op: apply.OpDelete, Reason: "not in the planned strategy"})
+		ref := apply.RefOf(o)
+		if held := in.HeldData[o.GetName()]; held != "" && ref.Kind == "CustomResourceDefinition" {
+			p.Changes = append(p.Changes, Change{Ref: ref, Op: OpKeep, Reason: "not in the planned strategy; kept, its objects are user data: " + held})
+			continue
+		}
+		p.Changes = append(p.Changes, Change{Ref: ref, Op: apply.OpDelete, Reason: "not in the planned strategy"})
 	}
 	for _, img := range desiredImages(in.Steps) {
 		if !liveImages[img] {
@@ -251,7 +263,8 @@ func (p Plan) Text() string {
 		counts[c.Op]++
 	}
 	w("")
-	w("Objects: %d created, %d updated, %d recreated, %d deleted", counts[apply.OpCreate], counts[apply.OpUpdate], counts[apply.OpRecreate], counts[apply.OpDelete])
+	w("Objects: %d created, %d updated, %d recreated, %d deleted, %d kept for their data", counts[apply.OpCreate], counts[apply.OpUpdate],
+		counts[apply.OpRecreate], counts[apply.OpDelete], counts[OpKeep])
 	if created := createdByKind(p.Changes); created != "" {
 		w("  Create   %s", created)
 	}
@@ -265,6 +278,9 @@ func (p Plan) Text() string {
 			continue
 		}
 		w("  %-8s %s", c.Op, c.Ref)
+		if c.Op == OpKeep {
+			w("             %s", c.Reason)
+		}
 		for _, f := range c.Fields {
 			w("             %s", f)
 		}

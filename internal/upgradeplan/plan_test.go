@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,15 +64,18 @@ func TestMake(t *testing.T) {
 		Status: v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, NodeName: "n1", LauncherContainerImageVersion: oldCfg.Image(deployid.Launcher),
 			Conditions: []v1.VirtualMachineInstanceCondition{{Type: v1.VMIConditionLiveMigratable, Status: corev1.ConditionTrue}}}}
 	orphan := deployment("virt-gone", "v1.8.4")
+	withData := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "plugins.plugin.kubevirt.io"}}
 	p := Make(Input{Current: current, NewKubeVirt: newKV, CurrentConfig: oldCfg, NewConfig: newCfg,
 		Steps: []apply.Step{{Name: "virt-api", Objects: []client.Object{wantAPI, wantNew}}},
-		Live:  map[apply.ObjectRef]client.Object{apply.RefOf(liveAPI): liveAPI}, Orphans: []client.Object{orphan},
-		Pods: []corev1.Pod{readyPod("virt-api-1", "virt-api", 2*time.Second), readyPod("virt-api-2", "virt-api", 4*time.Second)},
-		VMIs: []v1.VirtualMachineInstance{vmi}, Preflight: []v1.PreflightCheck{{Name: "x", State: "Passed", Message: "fine"}}})
+		Live:  map[apply.ObjectRef]client.Object{apply.RefOf(liveAPI): liveAPI}, Orphans: []client.Object{orphan, withData},
+		HeldData: map[string]string{withData.Name: "1 Plugins"},
+		Pods:     []corev1.Pod{readyPod("virt-api-1", "virt-api", 2*time.Second), readyPod("virt-api-2", "virt-api", 4*time.Second)},
+		VMIs:     []v1.VirtualMachineInstance{vmi}, Preflight: []v1.PreflightCheck{{Name: "x", State: "Passed", Message: "fine"}}})
 	text := p.Text()
 	for _, want := range []string{
 		"Upgrade KubeVirt v1.8.4 -> v1.9.0", "Changed keys: kubeVirtVersion",
-		"Objects: 1 created, 1 updated, 0 recreated, 1 deleted", "Create   1 Deployment",
+		"Objects: 1 created, 1 updated, 0 recreated, 1 deleted, 1 kept for their data", "Create   1 Deployment",
+		"Keep     CustomResourceDefinition plugins.plugin.kubevirt.io", "kept, its objects are user data: 1 Plugins",
 		"spec.template.spec.containers[0].image: quay.io/kubevirt/virt-api:v1.8.4 -> quay.io/kubevirt/virt-api:v1.9.0",
 		"Delete   Deployment kubevirt/virt-gone",
 		"1. virt-api: Deployment/virt-api (2 pods)", "virt-api-1 virt-api-2",

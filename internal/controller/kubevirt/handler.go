@@ -34,7 +34,9 @@ const (
 	ReasonHandlerRolloutStuck = "HandlerRolloutStuck"
 )
 
-// syncHandlerStep runs the canary for every DaemonSet of the virt-handler step.
+// syncHandlerStep runs the canary for every DaemonSet of the virt-handler
+// step, and asks the pass to look again when the rollout needs it (a bake's
+// end, a deadline, progress held back).
 func (r *Reconciler) syncHandlerStep(ctx context.Context, s *scope, step apply.Step, live map[apply.ObjectRef]client.Object) (handlerOutcome, error) {
 	_, daemonSets := step.Workloads()
 	all := handlerOutcome{Done: true}
@@ -43,9 +45,10 @@ func (r *Reconciler) syncHandlerStep(ctx context.Context, s *scope, step apply.S
 		if err != nil {
 			return handlerOutcome{}, err
 		}
-		all.Done, all.RequeueAfter = all.Done && o.Done, minPositive(all.RequeueAfter, o.RequeueAfter)
+		s.requeueAfter(o.RequeueAfter)
+		all.Done = all.Done && o.Done
 		if all.Reason == "" {
-			all.Reason, all.Message = o.Reason, o.Message
+			all.Reason, all.Message, all.Warning = o.Reason, o.Message, o.Warning
 		}
 	}
 	return all, nil
@@ -213,7 +216,9 @@ func (r *Reconciler) clearRetryAnnotation(ctx context.Context, kv *v1.KubeVirt) 
 
 // handlerOutcome is where one virt-handler DaemonSet's rollout stands.
 type handlerOutcome struct {
-	Done         bool
+	Done bool
+	// RequeueAfter is when this DaemonSet's rollout needs another look
+	// (syncHandlerStep asks the pass for it).
 	RequeueAfter time.Duration
 	// Reason and Message of a Degraded condition, when the rollout failed or is stuck.
 	Reason, Message string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -77,6 +78,7 @@ func TestSyncHandlerStartsTheCanary(t *testing.T) {
 	cfg := &deployid.Config{KubeVirtVersion: newT.Version, Registry: newT.Registry, ID: newT.ID}
 	desired := handlerDaemonSet(newT)
 	ctx := context.Background()
+	var lastRequeue time.Duration // what the pass asked for: a rollout that waits must look again by itself
 	pass := func() (handlerOutcome, *appsv1.DaemonSet) {
 		t.Helper()
 		ds := &appsv1.DaemonSet{}
@@ -85,10 +87,12 @@ func TestSyncHandlerStartsTheCanary(t *testing.T) {
 		}
 		ds.Status.ObservedGeneration = ds.Generation // the DaemonSet controller has seen it
 		sc := &scope{kv: kv, cfg: cfg, now: t0, generations: kv.Status.Generations}
-		out, err := r.syncHandler(ctx, sc, desired, map[apply.ObjectRef]client.Object{apply.RefOf(ds): ds})
+		step := apply.Step{Name: apply.StepVirtHandler, Objects: []client.Object{desired}}
+		out, err := r.syncHandlerStep(ctx, sc, step, map[apply.ObjectRef]client.Object{apply.RefOf(ds): ds})
 		if err != nil {
 			t.Fatal(err)
 		}
+		lastRequeue = sc.requeue
 		kv.Status = nextStatus(kv.Status, sc, "") // the pass's status write
 		if err := c.Get(ctx, client.ObjectKeyFromObject(live), ds); err != nil {
 			t.Fatal(err)
@@ -109,6 +113,9 @@ func TestSyncHandlerStartsTheCanary(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "virt-handler-node-1"}, &corev1.Pod{}); err == nil {
 		t.Fatal("the canary's old pod was not deleted")
+	}
+	if lastRequeue <= 0 {
+		t.Fatal("the canary's pass asks for no look again: a bake or deadline would wait for an unrelated event")
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "virt-handler-node-0"}, &corev1.Pod{}); err != nil {
 		t.Fatalf("a pod on the NotReady node was touched: %v", err)

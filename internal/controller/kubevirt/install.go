@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
 // reconcileNormal installs, upgrades, or keeps the cluster on the CR's target.
@@ -34,6 +36,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	r.observeTarget(ctx, s)
 	if err := r.observeStrategies(ctx, s); err != nil {
 		return r.retry(ctx, s, ReasonDeploymentFailed, "Getting the install strategy failed", err)
+	}
+	if err := r.observeRetained(ctx, s); err != nil {
+		return r.retry(ctx, s, ReasonDeploymentFailed, "Reading the retained CRDs failed", err)
 	}
 	if err := r.reconcileCertificates(ctx, s); err != nil {
 		return r.retry(ctx, s, ReasonCertificatesFailed, "Keeping the certificates valid failed", err)
@@ -132,11 +137,46 @@ func (r *Reconciler) deleteOrphans(ctx context.Context, s *scope) error {
 	if len(orphans) == 0 {
 		return nil
 	}
-	applier := &apply.Applier{Client: r.Client}
-	if _, err := applier.Apply(ctx, apply.Deletions(orphans, "not in the target install strategy")); err != nil {
+	counts, err := r.countObjects(ctx, orphans)
+	if err != nil {
 		return err
 	}
-	s.generations = apply.ForgetGenerations(s.generations, orphans)
-	s.emit(eventNormal, "DeletedObsoleteObjects", "Cleanup", fmt.Sprintf("Deleted %d objects the target install strategy no longer has", len(orphans)))
+	byCRD := map[string]int{}
+	for _, c := range counts {
+		byCRD[c.CRD] = c.N
+	}
+	deleted, kept := apply.KeepData(orphans, byCRD, deleteAllowed(s.kv))
+	for _, crd := range kept {
+		if err := r.retain(ctx, s, crd, counts); err != nil {
+			return err
+		}
+	}
+	if len(deleted) == 0 {
+		return nil
+	}
+	applier := &apply.Applier{Client: r.Client}
+	if _, err := applier.Apply(ctx, apply.Deletions(deleted, "not in the target install strategy")); err != nil {
+		return err
+	}
+	s.generations = apply.ForgetGenerations(s.generations, deleted)
+	s.emit(eventNormal, "DeletedObsoleteObjects", "Cleanup", fmt.Sprintf("Deleted %d objects the target install strategy no longer has", len(deleted)))
 	return nil
+}
+
+// countObjects counts the user data in the orphaned CRDs (package workloads).
+func (r *Reconciler) countObjects(ctx context.Context, orphans []client.Object) (workloads.Counts, error) {
+	var crds []string
+	for _, o := range orphans {
+		if apply.RefOf(o).Kind == "CustomResourceDefinition" {
+			crds = append(crds, o.GetName())
+		}
+	}
+	if len(crds) == 0 {
+		return nil, nil
+	}
+	kinds, err := workloads.KindsOf(crds, r.Client.RESTMapper())
+	if err != nil {
+		return nil, err
+	}
+	return workloads.Count(ctx, r.APIReaderOrClient(), kinds)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/preflight"
 	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
 // The pre-pull pods run in the operator's namespace.
@@ -134,6 +135,11 @@ func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *
 		return nil, err
 	}
 	checks = append(checks, preflight.StoredVersions(stored, s.CRDs))
+	managed, held, err := workloads.InRemovedCRDs(ctx, r.Client, r.APIReaderOrClient(), r.Client.RESTMapper(), s.CRDs)
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, preflight.RemovedCRDs(managed, s.CRDs, held))
 	if known {
 		checks = append(checks, preflight.Deprecated(rel, kv))
 	}

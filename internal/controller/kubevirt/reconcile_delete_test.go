@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -43,8 +45,8 @@ func newDeletingEnv(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition,
 	managed := map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api", Labels: managed}}
 	crd.Labels = managed
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append([]client.Object{kv, dep, crd}, extra...)...).
-		WithStatusSubresource(&v1.KubeVirt{}).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(testrestmapper.TestOnlyStaticRESTMapper(scheme)).
+		WithObjects(append([]client.Object{kv, dep, crd}, extra...)...).WithStatusSubresource(&v1.KubeVirt{}).Build()
 	return &deletingEnv{c: c, now: now, r: &Reconciler{Client: c, APIReader: c, Namespace: "kubevirt", Clock: clocktesting.NewFakePassiveClock(now)}}
 }
 
@@ -98,7 +100,7 @@ func TestUninstallRetriesACRDTheAPIServerGaveUpOn(t *testing.T) {
 }
 
 func TestUninstallHeldByWorkloadsDeletesNothing(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachines.kubevirt.io"}}
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineinstances.kubevirt.io"}}
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vmi-1"}}
 	e := newDeletingEnv(t, crd, vmi)
 	kv := e.reconcile(t)
@@ -168,7 +170,7 @@ func TestUninstallPollBacksOff(t *testing.T) {
 // A held uninstall counts the workloads with lists of one item, and looks
 // again later the longer it has been held.
 func TestHeldUninstallPollsWithBackoffAndLimitedLists(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachines.kubevirt.io"}}
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineinstances.kubevirt.io"}}
 	vmis := []client.Object{
 		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vmi-1"}},
 		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vmi-2"}},

@@ -57,6 +57,8 @@ type scope struct {
 	created, rolledOver bool
 	// handler is status.handlerRollout as this pass decided it (nil: unchanged).
 	handler *v1.HandlerRolloutStatus
+	// retained are the CRDs kept for their data though no deployment has them.
+	retained []retainedCRD
 
 	// deletion is where an uninstall stands (delete path only).
 	deletion *deletionOutcome

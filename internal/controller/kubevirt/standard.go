@@ -39,11 +39,12 @@ func StandardConditions(conds []v1.KubeVirtCondition, generation int64, now meta
 	default:
 		reconciling = t
 	}
-	for typ, status := range map[v1.KubeVirtConditionType]corev1.ConditionStatus{
-		v1.KubeVirtConditionReady: ready, v1.KubeVirtConditionReconciling: reconciling, v1.KubeVirtConditionStalled: stalled,
-	} {
-		conds = setCondition(conds, v1.KubeVirtCondition{Type: typ, Status: status, Reason: reason, Message: msg}, now)
-		findCondition(conds, typ).ObservedGeneration = generation
+	for _, c := range []struct {
+		typ    v1.KubeVirtConditionType
+		status corev1.ConditionStatus
+	}{{v1.KubeVirtConditionReady, ready}, {v1.KubeVirtConditionReconciling, reconciling}, {v1.KubeVirtConditionStalled, stalled}} {
+		conds = setCondition(conds, v1.KubeVirtCondition{Type: c.typ, Status: c.status, Reason: reason, Message: msg}, now)
+		findCondition(conds, c.typ).ObservedGeneration = generation
 	}
 	return conds
 }

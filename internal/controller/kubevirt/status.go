@@ -57,6 +57,11 @@ func setNormal(next *v1.KubeVirtStatus, s *scope, operatorVersion string, now me
 		next.RolloutHold = nil // rolled over: nothing was held back
 	}
 	next.Conditions = Conditions(next.Conditions, outcome(next, s), now)
+	if c := retainedCondition(s.retained); c != nil {
+		next.Conditions = setCondition(next.Conditions, *c, now)
+	} else {
+		next.Conditions = removeConditions(next.Conditions, v1.KubeVirtConditionDataRetained)
+	}
 	recordHistory(next, s, now.Time)
 }
 

@@ -47,13 +47,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		return r.removeFinalizer(ctx, kv)
 	}
 	if kv.Spec.UninstallStrategy != v1.UninstallStrategyRemoveWorkloads {
-		counts, err := workloads.Count(ctx, r.APIReaderOrClient())
+		counts, err := workloads.CountManaged(ctx, r.Client, r.APIReaderOrClient(), r.Client.RESTMapper())
 		if err != nil {
 			return err
 		}
 		if counts.Total() > 0 {
 			s.deletion.blocked = fmt.Sprintf("Uninstall is held: %s exist and uninstallStrategy is BlockUninstallIfWorkloadsExist. "+
-				"The deletion cannot be cancelled any more; delete the workloads, or set uninstallStrategy: RemoveWorkloads to delete them with KubeVirt", counts)
+				"The deletion cannot be cancelled any more; delete them, or set uninstallStrategy: RemoveWorkloads to delete them with KubeVirt", counts)
 			s.requeueAfter(heldPoll(blockedSince(kv, s.now), s.now))
 			return nil
 		}
