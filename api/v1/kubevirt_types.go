@@ -118,14 +118,10 @@ type HandlerRolloutPolicy struct {
 	// +kubebuilder:validation:Pattern=`^([1-9][0-9]*|([1-9][0-9]?|100)%)$`
 	FastStep *intstr.IntOrString `json:"fastStep,omitempty"`
 	// BakeTime is how long the canary must stay Ready with no restart (default 10s), a Go duration.
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	BakeTime *metav1.Duration `json:"bakeTime,omitempty"`
+	BakeTime *Duration `json:"bakeTime,omitempty"`
 	// ProgressDeadline is how long the rollout may go without a pod newly updated or ready before
 	// Degraded says where it is stuck (default 10m).
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+	ProgressDeadline *Duration `json:"progressDeadline,omitempty"`
 	// MaxCrashing is how many updated pods may crash once the canary has baked
 	// before the rollout fails and rolls back: a count, or a percentage of the
 	// desired pods (at least one pod), default 10%. During the canary any crash
@@ -155,9 +151,7 @@ type KubeVirtWorkloadUpdateStrategy struct {
 	// +kubebuilder:validation:Minimum=1
 	BatchEvictionSize *int `json:"batchEvictionSize,omitempty"`
 	// BatchEvictionInterval is the time between eviction batches (default 1m), a Go duration.
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	BatchEvictionInterval *metav1.Duration `json:"batchEvictionInterval,omitempty"`
+	BatchEvictionInterval *Duration `json:"batchEvictionInterval,omitempty"`
 }
 
 // KubeVirtUninstallStrategy decides what deleting the KubeVirt CR does while VMIs exist.
@@ -186,10 +180,11 @@ type KubeVirtSelfSignConfiguration struct {
 
 // CertConfig is one certificate's lifetime.
 type CertConfig struct {
-	// +kubebuilder:validation:Type=string
-	Duration *metav1.Duration `json:"duration,omitempty"`
-	// +kubebuilder:validation:Type=string
-	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+	// Duration is how long the certificate is valid, a Go duration of at least 1m.
+	Duration *Duration `json:"duration,omitempty"`
+	// RenewBefore is how long before its end the certificate is replaced, a Go
+	// duration of at least 10s and shorter than Duration (default 20% of it).
+	RenewBefore *Duration `json:"renewBefore,omitempty"`
 }
 
 // KubeVirtConfiguration holds settings that components read from the CR.
@@ -242,8 +237,10 @@ type DeveloperConfiguration struct {
 // MigrationConfiguration holds the live-migration settings the operator uses.
 type MigrationConfiguration struct {
 	// ParallelMigrationsPerCluster caps concurrent migrations in the cluster (default 5).
+	// +kubebuilder:validation:Minimum=0
 	ParallelMigrationsPerCluster *uint32 `json:"parallelMigrationsPerCluster,omitempty"`
 	// ParallelOutboundMigrationsPerNode caps concurrent migrations leaving one node (default 2).
+	// +kubebuilder:validation:Minimum=0
 	ParallelOutboundMigrationsPerNode *uint32 `json:"parallelOutboundMigrationsPerNode,omitempty"`
 	// Network is the NetworkAttachmentDefinition used for migration traffic.
 	Network *string `json:"network,omitempty"`
@@ -264,6 +261,7 @@ type ComponentConfig struct {
 	NodePlacement *NodePlacement `json:"nodePlacement,omitempty"`
 	// Replicas of each Deployment (infra only); must not be 0.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=255
 	Replicas *uint8 `json:"replicas,omitempty"`
 }
 

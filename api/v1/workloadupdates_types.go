@@ -29,17 +29,11 @@ type WorkloadUpdatePolicy struct {
 	BatchEvictionSize *int32 `json:"batchEvictionSize,omitempty"`
 	// BatchEvictionInterval is the time between eviction batches (default
 	// workloadUpdateStrategy.batchEvictionInterval, else 1m), a Go duration.
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	BatchEvictionInterval *metav1.Duration `json:"batchEvictionInterval,omitempty"`
+	BatchEvictionInterval *Duration `json:"batchEvictionInterval,omitempty"`
 	// RetryBackoff is the wait after a VMI's first failed migration; it doubles
 	// with each further failure up to MaxRetryBackoff (defaults 1m and 30m).
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	RetryBackoff *metav1.Duration `json:"retryBackoff,omitempty"`
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	MaxRetryBackoff *metav1.Duration `json:"maxRetryBackoff,omitempty"`
+	RetryBackoff    *Duration `json:"retryBackoff,omitempty"`
+	MaxRetryBackoff *Duration `json:"maxRetryBackoff,omitempty"`
 	// MaxFailures is how many failed migrations since its last successful one make
 	// a VMI "needs attention": it is not migrated again (default 3). At most 5:
 	// KubeVirt keeps the last 5 finished migrations of a VMI, and the count is
@@ -72,9 +66,7 @@ type MaintenanceWindow struct {
 	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
 	Start string `json:"start"`
 	// Duration it stays open, a Go duration of at most 7 days.
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	Duration metav1.Duration `json:"duration"`
+	Duration Duration `json:"duration"`
 	// TimeZone is an IANA name such as Europe/Berlin (default UTC).
 	TimeZone string `json:"timeZone,omitempty"`
 }

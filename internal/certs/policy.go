@@ -67,40 +67,64 @@ const fieldPrefix = "spec.certificateRotateStrategy.selfSigned."
 // PolicyFrom reads the policy from a KubeVirt spec's certificateRotateStrategy.
 // An unset duration takes the default; an unset renewBefore is 20% of the
 // (possibly user-set) duration. The error names every offending field.
+//
+// A value that is not a Go duration (stored under an older CRD, see v1.Duration)
+// is named; the policy returned then has the default in its place.
 func PolicyFrom(s v1.KubeVirtCertificateRotateStrategy) (Policy, error) {
 	var ca, server *v1.CertConfig
 	if s.SelfSigned != nil {
 		ca, server = s.SelfSigned.CA, s.SelfSigned.Server
 	}
-	p := Policy{
-		CA:   lifetimeFrom(ca, DefaultCADuration),
-		Cert: lifetimeFrom(server, DefaultCertDuration),
+	caLife, caErrs := lifetimeFrom(ca, DefaultCADuration, "ca")
+	certLife, certErrs := lifetimeFrom(server, DefaultCertDuration, "server")
+	p := Policy{CA: caLife, Cert: certLife}
+	if errs := append(caErrs, certErrs...); len(errs) > 0 {
+		return p, errors.Join(errs...)
 	}
 	return p, p.Validate()
 }
 
-func lifetimeFrom(c *v1.CertConfig, defDuration time.Duration) Lifetime {
+func lifetimeFrom(c *v1.CertConfig, defDuration time.Duration, name string) (Lifetime, []error) {
 	l := Lifetime{Duration: defDuration}
+	var errs []error
 	if c != nil && c.Duration != nil {
-		l.Duration = c.Duration.Duration
+		if err := c.Duration.Check(fieldPrefix + name + ".duration"); err != nil {
+			errs = append(errs, err)
+		} else {
+			l.Duration = c.Duration.Duration
+		}
 	}
 	l.RenewBefore = fraction(l.Duration)
 	if c != nil && c.RenewBefore != nil {
-		l.RenewBefore = c.RenewBefore.Duration
+		if err := c.RenewBefore.Check(fieldPrefix + name + ".renewBefore"); err != nil {
+			errs = append(errs, err)
+		} else {
+			l.RenewBefore = c.RenewBefore.Duration
+		}
 	}
-	return l
+	return l, errs
 }
 
 func fraction(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * DefaultRenewFraction)
 }
 
-// Validate rejects a policy that could never work: a duration that is not
-// positive, a renewBefore that is not positive (renewal at the instant of
-// expiry leaves clients with an expired certificate), or a renewBefore not
+// The shortest lifetimes a policy may set. A certificate must live long enough
+// for the rotation to distribute it before it is due again: a pass writes the
+// CA, the bundles and the webhooks' caBundle before the leaf Secrets, and the
+// components read their files and Secrets with a delay of their own. A lifetime
+// of a second would reissue every certificate on every pass. The admission
+// webhook refuses a spec below these, so the operator and the webhook agree.
+const (
+	MinDuration    = time.Minute
+	MinRenewBefore = 10 * time.Second
+)
+
+// Validate rejects a policy that could never work: a duration shorter than
+// MinDuration, a renewBefore shorter than MinRenewBefore (renewal at the instant
+// of expiry leaves clients with an expired certificate), or a renewBefore not
 // shorter than its duration (every new certificate would be due at once: a
-// rotation loop). Sub-second durations are rejected because certificate
-// times have one-second resolution.
+// rotation loop).
 func (p Policy) Validate() error {
 	var errs []error
 	errs = append(errs, p.CA.validate("ca")...)
@@ -116,12 +140,12 @@ func (p Policy) Validate() error {
 func (l Lifetime) validate(name string) []error {
 	var errs []error
 	d, rb := fieldPrefix+name+".duration", fieldPrefix+name+".renewBefore"
-	if l.Duration < time.Second {
-		errs = append(errs, fmt.Errorf("%s (%s) must be at least 1s", d, l.Duration))
+	if l.Duration < MinDuration {
+		errs = append(errs, fmt.Errorf("%s (%s) must be at least %s", d, l.Duration, MinDuration))
 	}
-	if l.RenewBefore <= 0 {
-		errs = append(errs, fmt.Errorf("%s (%s) must be positive", rb, l.RenewBefore))
-	} else if l.Duration >= time.Second && l.RenewBefore >= l.Duration {
+	if l.RenewBefore < MinRenewBefore {
+		errs = append(errs, fmt.Errorf("%s (%s) must be at least %s", rb, l.RenewBefore, MinRenewBefore))
+	} else if l.Duration >= MinDuration && l.RenewBefore >= l.Duration {
 		errs = append(errs, fmt.Errorf("%s (%s) must be shorter than %s (%s)", rb, l.RenewBefore, d, l.Duration))
 	}
 	return errs

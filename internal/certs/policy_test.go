@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
-func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+func dur(d time.Duration) *v1.Duration { return &v1.Duration{Duration: d} }
 
 func selfSigned(ca, server *v1.CertConfig) v1.KubeVirtCertificateRotateStrategy {
 	return v1.KubeVirtCertificateRotateStrategy{SelfSigned: &v1.KubeVirtSelfSignConfiguration{CA: ca, Server: server}}
@@ -77,10 +75,17 @@ func TestPolicyValidation(t *testing.T) {
 		in    v1.KubeVirtCertificateRotateStrategy
 		wants []string // substrings of the error
 	}{
-		{"negative CA duration", selfSigned(&v1.CertConfig{Duration: dur(-h)}, nil), []string{pre + "ca.duration (-1h0m0s) must be at least 1s"}},
+		{"negative CA duration", selfSigned(&v1.CertConfig{Duration: dur(-h)}, nil), []string{pre + "ca.duration (-1h0m0s) must be at least 1m0s"}},
 		{"zero server duration", selfSigned(nil, &v1.CertConfig{Duration: dur(0)}), []string{pre + "server.duration (0s)"}},
-		{"negative renewBefore", selfSigned(nil, &v1.CertConfig{RenewBefore: dur(-h)}), []string{pre + "server.renewBefore (-1h0m0s) must be positive"}},
-		{"zero renewBefore", selfSigned(&v1.CertConfig{RenewBefore: dur(0)}, nil), []string{pre + "ca.renewBefore (0s) must be positive"}},
+		{"negative renewBefore", selfSigned(nil, &v1.CertConfig{RenewBefore: dur(-h)}), []string{pre + "server.renewBefore (-1h0m0s) must be at least 10s"}},
+		{"zero renewBefore", selfSigned(&v1.CertConfig{RenewBefore: dur(0)}, nil), []string{pre + "ca.renewBefore (0s) must be at least 10s"}},
+		{"a lifetime of one second: constant reissue", selfSigned(nil, &v1.CertConfig{Duration: dur(time.Second), RenewBefore: dur(time.Second / 2)}),
+			[]string{pre + "server.duration (1s) must be at least 1m0s", pre + "server.renewBefore (500ms) must be at least 10s"}},
+		{"59s", selfSigned(&v1.CertConfig{Duration: dur(59 * time.Second)}, nil), []string{pre + "ca.duration (59s) must be at least 1m0s"}},
+		{"renewBefore of 9s", selfSigned(nil, &v1.CertConfig{Duration: dur(time.Minute), RenewBefore: dur(9 * time.Second)}),
+			[]string{pre + "server.renewBefore (9s) must be at least 10s"}},
+		{"not a Go duration (stored under an older CRD)", selfSigned(&v1.CertConfig{Duration: &v1.Duration{Invalid: `"7d"`}}, &v1.CertConfig{RenewBefore: &v1.Duration{Invalid: `"9999999999h"`}}),
+			[]string{pre + `ca.duration: "7d" is not a Go duration`, pre + `server.renewBefore: "9999999999h" is not a Go duration`}},
 		{"renewBefore equal to duration", selfSigned(&v1.CertConfig{Duration: dur(h), RenewBefore: dur(h)}, nil),
 			[]string{pre + "ca.renewBefore (1h0m0s) must be shorter than " + pre + "ca.duration (1h0m0s)"}},
 		{"renewBefore longer than duration", selfSigned(nil, &v1.CertConfig{Duration: dur(h), RenewBefore: dur(2 * h)}),
@@ -103,5 +108,17 @@ func TestPolicyValidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The shortest lifetimes pass: the default renewBefore of a 1m duration (12s) too.
+func TestPolicyMinimumsPass(t *testing.T) {
+	for _, s := range []v1.KubeVirtCertificateRotateStrategy{
+		selfSigned(&v1.CertConfig{Duration: dur(time.Minute), RenewBefore: dur(10 * time.Second)}, &v1.CertConfig{Duration: dur(time.Minute), RenewBefore: dur(10 * time.Second)}),
+		selfSigned(&v1.CertConfig{Duration: dur(2 * time.Minute)}, &v1.CertConfig{Duration: dur(time.Minute)}),
+	} {
+		if _, err := PolicyFrom(s); err != nil {
+			t.Errorf("%+v: %v", s.SelfSigned, err)
+		}
 	}
 }

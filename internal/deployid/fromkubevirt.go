@@ -23,6 +23,12 @@ const (
 // FromKubeVirt builds the target deployment config for kv, with ID set. It is the
 // single place that decides which spec inputs are part of the ID (see the package
 // comment); every spec field must be handled or deliberately left out here.
+//
+// It refuses, naming the field, a spec no deployment can be made of (checkSpec):
+// an image tag or registry that makes no image, a synchronization port that is
+// no port, a duration anywhere in the spec that is not a Go duration (also of the
+// settings left out of the ID). The admission webhook calls it, so what the
+// operator refuses is refused when it is written.
 func FromKubeVirt(kv *v1.KubeVirt, env Env) (*Config, error) {
 	if kv == nil {
 		return nil, errors.New("deployment config: no KubeVirt given")
@@ -31,6 +37,9 @@ func FromKubeVirt(kv *v1.KubeVirt, env Env) (*Config, error) {
 		return nil, errors.New("deployment config: no environment given")
 	}
 	spec := &kv.Spec
+	if err := checkSpec(spec); err != nil {
+		return nil, err
+	}
 	cfg := &Config{Namespace: kv.Namespace}
 	setImages(cfg, spec, env)
 

@@ -4,9 +4,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
@@ -78,12 +78,25 @@ func TestFromKubeVirtRejectsBadInput(t *testing.T) {
 		{"nil KubeVirt", nil, baseEnv(), "no KubeVirt"},
 		{"nil env", newKubeVirt(), nil, "no environment"},
 		{"bad pull policy", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImagePullPolicy = "Sometimes" }), baseEnv(), `imagePullPolicy "Sometimes"`},
-		{"bad port", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "http" }), baseEnv(), `synchronizationPort "http"`},
-		{"port out of range", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "70000" }), baseEnv(), `synchronizationPort "70000"`},
+		{"bad port", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "http" }), baseEnv(), `spec.synchronizationPort: "http" is not a port number`},
+		{"port out of range", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "70000" }), baseEnv(), `spec.synchronizationPort: "70000"`},
 		{"zero replicas", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.Infra = &v1.ComponentConfig{Replicas: ptr(uint8(0))} }), baseEnv(), "infra.replicas"},
 		{"bad patch type", newKubeVirt(func(kv *v1.KubeVirt) {
 			kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{ResourceName: "*", ResourceType: "*", Type: "yaml"}}
 		}), baseEnv(), `patches[0].type "yaml"`},
+		{"a tag longer than a label value", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v1.9.0-" + strings.Repeat("rc", 34) }), baseEnv(),
+			`spec.imageTag: "v1.9.0-rcrc`},
+		{"a tag longer than an image tag", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = strings.Repeat("v", 129) }), baseEnv(), "spec.imageTag: \"vvv"},
+		{"a tag with a '+'", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v1.9.0+build.1" }), baseEnv(), `spec.imageTag: "v1.9.0+build.1" is not an image tag`},
+		{"a short digest", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "sha256:beef" }), baseEnv(), `spec.imageTag: "sha256:beef" is neither`},
+		{"an upper-case registry path", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageRegistry = "quay.io/KubeVirt" }), baseEnv(), `spec.imageRegistry: "quay.io/KubeVirt" is not an image registry`},
+		{"a registry with a tag", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageRegistry = "quay.io/kubevirt:v1" }), baseEnv(), `spec.imageRegistry: "quay.io/kubevirt:v1"`},
+		{"a registry ending in /", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageRegistry = "quay.io/kubevirt/" }), baseEnv(), `spec.imageRegistry: "quay.io/kubevirt/"`},
+		{"a duration stored that is not a Go duration", newKubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.CertificateRotateStrategy.SelfSigned = &v1.KubeVirtSelfSignConfiguration{Server: &v1.CertConfig{RenewBefore: &v1.Duration{Invalid: `"7d"`}}}
+			kv.Spec.RolloutWindows = []v1.MaintenanceWindow{{Start: "01:00", Duration: v1.Duration{Duration: time.Hour}}, {Start: "02:00", Duration: v1.Duration{Invalid: `"9999999999h"`}}}
+		}), baseEnv(), `spec.certificateRotateStrategy.selfSigned.server.renewBefore: "7d" is not a Go duration such as 90s, 1h30m or 4.8h (a number and a unit per part: h, m, s, ms, us or ns)
+spec.rolloutWindows[1].duration: "9999999999h" is not a Go duration`},
 		{"invalid UTF-8 in the environment", newKubeVirt(), withEnv(baseEnv(), "VIRT_API_IMAGE", "api\xff"), "not valid UTF-8"},
 		{"pass-through without a name", newKubeVirt(), withEnv(baseEnv(), "KV_IO_EXTRA_ENV_", "x"), "KV_IO_EXTRA_ENV_ has no name"},
 	}
@@ -192,7 +205,7 @@ func TestWorkloadUpdateAndCertificateSettingsStayOut(t *testing.T) {
 	kv := newKubeVirt(func(kv *v1.KubeVirt) {
 		kv.Spec.WorkloadUpdateStrategy = v1.KubeVirtWorkloadUpdateStrategy{
 			WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodEvict},
-			BatchEvictionInterval: &metav1.Duration{Duration: 5},
+			BatchEvictionInterval: &v1.Duration{Duration: 5},
 		}
 		kv.Spec.CertificateRotateStrategy.SelfSigned = &v1.KubeVirtSelfSignConfiguration{CA: &v1.CertConfig{}}
 	})

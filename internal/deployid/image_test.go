@@ -1,6 +1,7 @@
 package deployid
 
 import (
+	"strings"
 	"testing"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -131,8 +132,9 @@ func TestComponentImages(t *testing.T) {
 			t.Errorf("Image(%s) = %q, want %q", comp, got, want)
 		}
 	}
-	digest := mustConfig(t, newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "sha256:beef" }), MapEnv{EnvVirtOperatorImage: "r/virt-operator:v1.9.0"})
-	if got := digest.Image(Controller); got != "r/virt-controller@sha256:beef" {
+	sha := "sha256:" + strings.Repeat("be", 32)
+	digest := mustConfig(t, newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = sha }), MapEnv{EnvVirtOperatorImage: "r/virt-operator:v1.9.0"})
+	if got := digest.Image(Controller); got != "r/virt-controller@"+sha {
 		t.Errorf("digest version: Image(controller) = %q", got)
 	}
 	if got := (&Config{KubeVirtVersion: "v1"}).Image(API); got != "virt-api:v1" {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
@@ -69,11 +68,11 @@ var outDimensions = []dimension{
 		set(func(s *v1.KubeVirtSpec) { s.WorkloadUpdateStrategy.BatchEvictionSize = ptr(3) }),
 		set(func(s *v1.KubeVirtSpec) {
 			s.WorkloadUpdateStrategy.WorkloadUpdateMethods = []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodEvict}
-			s.WorkloadUpdateStrategy.BatchEvictionInterval = &metav1.Duration{Duration: time.Second}
+			s.WorkloadUpdateStrategy.BatchEvictionInterval = &v1.Duration{Duration: time.Second}
 		}),
 	}},
 	{"certificateRotateStrategy", []func(*v1.KubeVirtSpec){nothing, set(func(s *v1.KubeVirtSpec) {
-		s.CertificateRotateStrategy.SelfSigned = &v1.KubeVirtSelfSignConfiguration{CA: &v1.CertConfig{Duration: &metav1.Duration{Duration: time.Hour}}}
+		s.CertificateRotateStrategy.SelfSigned = &v1.KubeVirtSelfSignConfiguration{CA: &v1.CertConfig{Duration: &v1.Duration{Duration: time.Hour}}}
 	})}},
 	// Applied after componentGates, so they only add gates that change behaviour.
 	{"behaviourGates", []func(*v1.KubeVirtSpec){nothing, set(func(s *v1.KubeVirtSpec) {

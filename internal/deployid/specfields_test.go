@@ -101,7 +101,7 @@ var specClassification = map[string][]specEdit{
 		}),
 		out("batchEvictionSize", func(s *v1.KubeVirtSpec) { s.WorkloadUpdateStrategy.BatchEvictionSize = ptr(5) }),
 		out("batchEvictionInterval", func(s *v1.KubeVirtSpec) {
-			s.WorkloadUpdateStrategy.BatchEvictionInterval = &metav1.Duration{Duration: time.Minute}
+			s.WorkloadUpdateStrategy.BatchEvictionInterval = &v1.Duration{Duration: time.Minute}
 		}),
 	},
 	"paused":         {out("set", func(s *v1.KubeVirtSpec) { s.Paused = true })},
@@ -117,7 +117,7 @@ var specClassification = map[string][]specEdit{
 	"certificateRotateStrategy": {
 		out("selfSigned", func(s *v1.KubeVirtSpec) {
 			s.CertificateRotateStrategy.SelfSigned = &v1.KubeVirtSelfSignConfiguration{
-				CA: &v1.CertConfig{Duration: &metav1.Duration{Duration: time.Hour}}, Server: &v1.CertConfig{RenewBefore: &metav1.Duration{Duration: time.Minute}},
+				CA: &v1.CertConfig{Duration: &v1.Duration{Duration: time.Hour}}, Server: &v1.CertConfig{RenewBefore: &v1.Duration{Duration: time.Minute}},
 			}
 		}),
 	},

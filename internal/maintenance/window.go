@@ -58,25 +58,52 @@ func Evaluate(ws []v1.MaintenanceWindow, now time.Time) State {
 	return st
 }
 
-// evalWindow: whether w is open at now, else when it next opens.
-func evalWindow(w v1.MaintenanceWindow, now time.Time) (open bool, next time.Time, err error) {
-	loc := time.UTC
+// Check says why w can never open (a time zone this operator does not know, a
+// start that is not HH:MM, a duration outside (0, 168h] or not a Go duration, a
+// day that is none), or nil: a window that passes opens within a week. The
+// admission webhook refuses what it reports, so a window the operator would
+// hold on forever is never stored.
+func Check(w v1.MaintenanceWindow) error {
+	_, err := parse(w)
+	return err
+}
+
+// parsedWindow is a MaintenanceWindow read.
+type parsedWindow struct {
+	loc          *time.Location
+	hour, minute int
+	duration     time.Duration
+	days         map[time.Weekday]bool
+}
+
+func parse(w v1.MaintenanceWindow) (parsedWindow, error) {
+	p := parsedWindow{loc: time.UTC}
+	var err error
 	if w.TimeZone != "" {
-		if loc, err = time.LoadLocation(w.TimeZone); err != nil {
-			return false, time.Time{}, fmt.Errorf("time zone %q: %w", w.TimeZone, err)
+		if p.loc, err = time.LoadLocation(w.TimeZone); err != nil {
+			return p, fmt.Errorf("time zone %q: %w", w.TimeZone, err)
 		}
 	}
-	hour, minute, err := parseClock(w.Start)
+	if p.hour, p.minute, err = parseClock(w.Start); err != nil {
+		return p, err
+	}
+	if !w.Duration.Valid() {
+		return p, fmt.Errorf("duration %s is not %s", w.Duration.Invalid, v1.DurationExpected)
+	}
+	if p.duration = w.Duration.Duration; p.duration <= 0 || p.duration > maxWindow {
+		return p, fmt.Errorf("duration %s is not within (0, 168h]", p.duration)
+	}
+	p.days, err = weekdays(w.Days)
+	return p, err
+}
+
+// evalWindow: whether w is open at now, else when it next opens.
+func evalWindow(w v1.MaintenanceWindow, now time.Time) (open bool, next time.Time, err error) {
+	p, err := parse(w)
 	if err != nil {
 		return false, time.Time{}, err
 	}
-	if d := w.Duration.Duration; d <= 0 || d > maxWindow {
-		return false, time.Time{}, fmt.Errorf("duration %s is not within (0, 168h]", d)
-	}
-	days, err := weekdays(w.Days)
-	if err != nil {
-		return false, time.Time{}, err
-	}
+	hour, minute, loc, days := p.hour, p.minute, p.loc, p.days
 	local := now.In(loc)
 	// Openings from 8 days back (a week-long window still open) to 8 ahead.
 	for offset := -8; offset <= 8; offset++ {
@@ -85,7 +112,7 @@ func evalWindow(w v1.MaintenanceWindow, now time.Time) (open bool, next time.Tim
 			continue
 		}
 		start := time.Date(day.Year(), day.Month(), day.Day(), hour, minute, 0, 0, loc)
-		end := start.Add(w.Duration.Duration)
+		end := start.Add(p.duration)
 		if !now.Before(start) && now.Before(end) {
 			return true, time.Time{}, nil
 		}

@@ -5,13 +5,11 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
 func window(start string, d time.Duration, tz string, days ...v1.Weekday) v1.MaintenanceWindow {
-	return v1.MaintenanceWindow{Start: start, Duration: metav1.Duration{Duration: d}, TimeZone: tz, Days: days}
+	return v1.MaintenanceWindow{Start: start, Duration: v1.Duration{Duration: d}, TimeZone: tz, Days: days}
 }
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -48,6 +46,7 @@ func TestWindows(t *testing.T) {
 		{"zero duration", []v1.MaintenanceWindow{window("11:00", 0, "")}, t0, false, "", "window 0: duration 0s"},
 		{"longer than a week", []v1.MaintenanceWindow{window("11:00", 8*24*time.Hour, "")}, t0, false, "", "window 0: duration 192h0m0s"},
 		{"a bad day", []v1.MaintenanceWindow{window("11:00", time.Hour, "", "Caturday")}, t0, false, "", `window 0: day "Caturday"`},
+		{"a duration stored that is not a Go duration", []v1.MaintenanceWindow{{Start: "11:00", Duration: v1.Duration{Invalid: `"7d"`}}}, t0, false, "", `window 0: duration "7d" is not a Go duration`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,5 +62,24 @@ func TestWindows(t *testing.T) {
 				t.Fatalf("err %v, want %q", st.Err, c.wantErr)
 			}
 		})
+	}
+}
+
+// Check refuses what Evaluate would never open, and passes what it opens.
+func TestCheck(t *testing.T) {
+	for _, w := range []v1.MaintenanceWindow{window("02:00", time.Hour, "Europe/Berlin", "Sunday"), window("23:59", 7*24*time.Hour, "")} {
+		if err := Check(w); err != nil {
+			t.Errorf("%+v: %v", w, err)
+		}
+	}
+	for want, w := range map[string]v1.MaintenanceWindow{
+		`time zone "Atlantis/Central"`: window("02:00", time.Hour, "Atlantis/Central"),
+		`start "2:00" is not HH:MM`:    window("2:00", time.Hour, ""),
+		"duration 0s":                  window("02:00", 0, ""),
+		`day "Caturday"`:               window("02:00", time.Hour, "", "Caturday"),
+	} {
+		if err := Check(w); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", w, err, want)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	apiv1 "github.com/virt-operator/virt-operator/api/v1"
@@ -202,7 +201,7 @@ func TestPolicyFromSpec(t *testing.T) {
 	}
 	size := int32(3)
 	step := intstr.FromString("25%")
-	p, err = PolicyFrom(&apiv1.HandlerRolloutPolicy{CanarySize: &size, FastStep: &step, BakeTime: &metav1.Duration{Duration: time.Minute}})
+	p, err = PolicyFrom(&apiv1.HandlerRolloutPolicy{CanarySize: &size, FastStep: &step, BakeTime: &apiv1.Duration{Duration: time.Minute}})
 	if err != nil || p.CanarySize != 3 || p.FastStep != step || p.BakeTime != time.Minute {
 		t.Fatalf("PolicyFrom = %+v, %v", p, err)
 	}
@@ -210,12 +209,22 @@ func TestPolicyFromSpec(t *testing.T) {
 	if _, err := PolicyFrom(&apiv1.HandlerRolloutPolicy{CanarySize: &zero}); err == nil || !strings.Contains(err.Error(), "spec.handlerRollout: canarySize") {
 		t.Fatalf("a zero canary size gave %v", err)
 	}
-	if _, err := PolicyFrom(&apiv1.HandlerRolloutPolicy{ProgressDeadline: &metav1.Duration{Duration: time.Second}}); err == nil || !strings.Contains(err.Error(), "progressDeadline") {
+	if _, err := PolicyFrom(&apiv1.HandlerRolloutPolicy{ProgressDeadline: &apiv1.Duration{Duration: time.Second}}); err == nil || !strings.Contains(err.Error(), "progressDeadline") {
 		t.Fatalf("a deadline shorter than the bake gave %v", err)
 	}
 	for _, bad := range []intstr.IntOrString{intstr.FromString("150%"), intstr.FromString("many"), intstr.FromInt32(-1)} {
 		if _, err := PolicyFrom(&apiv1.HandlerRolloutPolicy{MaxCrashing: &bad}); err == nil || !strings.Contains(err.Error(), "spec.handlerRollout: maxCrashing") {
 			t.Errorf("maxCrashing %s gave %v", bad.String(), err)
+		}
+	}
+	// Values stored under an older CRD that are not Go durations are named, never read as 0.
+	for _, spec := range []*apiv1.HandlerRolloutPolicy{{BakeTime: &apiv1.Duration{Invalid: `"9999999999h"`}}, {ProgressDeadline: &apiv1.Duration{Invalid: `"7d"`}}} {
+		want := `spec.handlerRollout: bakeTime: "9999999999h" is not a Go duration`
+		if spec.ProgressDeadline != nil {
+			want = `spec.handlerRollout: progressDeadline: "7d" is not a Go duration`
+		}
+		if _, err := PolicyFrom(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v gave %v, want %q", spec, err, want)
 		}
 	}
 	three := intstr.FromInt32(3)

@@ -202,6 +202,14 @@ func PolicyFrom(spec *apiv1.HandlerRolloutPolicy) (Policy, error) {
 		if spec.FastStep != nil {
 			p.FastStep = *spec.FastStep
 		}
+		// A value that is not a Go duration (stored under an older CRD) is
+		// named, never read as 0.
+		if err := spec.BakeTime.Check("bakeTime"); err != nil {
+			return p, fmt.Errorf("spec.handlerRollout: %w", err)
+		}
+		if err := spec.ProgressDeadline.Check("progressDeadline"); err != nil {
+			return p, fmt.Errorf("spec.handlerRollout: %w", err)
+		}
 		if spec.BakeTime != nil {
 			p.BakeTime = spec.BakeTime.Duration
 		}

@@ -1,6 +1,7 @@
 package workloadupdate
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestUpstreamSettings(t *testing.T) {
 	kv.Spec.WorkloadUpdateStrategy = v1.KubeVirtWorkloadUpdateStrategy{
 		WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{"LiveMigrate", "Bogus", "Evict"},
 		BatchEvictionSize:     &size,
-		BatchEvictionInterval: &metav1.Duration{Duration: 2 * time.Second},
+		BatchEvictionInterval: &v1.Duration{Duration: 2 * time.Second},
 	}
 	kv.Spec.Configuration.MigrationConfiguration = &v1.MigrationConfiguration{ParallelMigrationsPerCluster: &par}
 	s = UpstreamSettings(kv)
@@ -83,13 +84,13 @@ func TestSettingsFrom(t *testing.T) {
 		Methods:                 []v1.WorkloadUpdateMethod{"LiveMigrate"},
 		MaxMigrationsPerNode:    ptr(int32(2)),
 		MaxMigrationsPerCluster: ptr(int32(8)),
-		BatchEvictionInterval:   &metav1.Duration{Duration: 2 * time.Second},
-		RetryBackoff:            &metav1.Duration{Duration: time.Second},
-		MaxRetryBackoff:         &metav1.Duration{Duration: 4 * time.Second},
+		BatchEvictionInterval:   &v1.Duration{Duration: 2 * time.Second},
+		RetryBackoff:            &v1.Duration{Duration: time.Second},
+		MaxRetryBackoff:         &v1.Duration{Duration: 4 * time.Second},
 		MaxFailures:             ptr(int32(5)),
 		EvictAfterMaxFailures:   true,
 		Paused:                  true,
-		Windows:                 []v1.MaintenanceWindow{{Start: "01:00", Duration: metav1.Duration{Duration: time.Hour}}},
+		Windows:                 []v1.MaintenanceWindow{{Start: "01:00", Duration: v1.Duration{Duration: time.Hour}}},
 	}
 	s = SettingsFrom(kv)
 	want := Backoff{Initial: time.Second, Max: 4 * time.Second, MaxFailures: 5, EvictAfterMaxFailures: true}
@@ -97,6 +98,24 @@ func TestSettingsFrom(t *testing.T) {
 		s.BatchEvictionInterval != 2*time.Second || s.Backoff != want || !s.Paused || len(s.Windows) != 1 ||
 		!s.LastEvictionBatch.Equal(t0) {
 		t.Fatalf("custom: %+v", s)
+	}
+	if s.Invalid != nil {
+		t.Fatalf("valid settings: %v", s.Invalid)
+	}
+	// Durations stored under an older CRD that are not Go durations are named,
+	// upstream's field too; the defaults stand in for them.
+	kv.Spec.WorkloadUpdateStrategy.BatchEvictionInterval = &v1.Duration{Invalid: `"1 minute"`}
+	kv.Spec.WorkloadUpdates.BatchEvictionInterval = &v1.Duration{Invalid: `"9999999999h"`}
+	kv.Spec.WorkloadUpdates.MaxRetryBackoff = &v1.Duration{Invalid: `""`}
+	s = SettingsFrom(kv)
+	for _, want := range []string{`spec.workloadUpdateStrategy.batchEvictionInterval: "1 minute"`,
+		`spec.workloadUpdates.batchEvictionInterval: "9999999999h"`, `spec.workloadUpdates.maxRetryBackoff: ""`} {
+		if s.Invalid == nil || !strings.Contains(s.Invalid.Error(), want) {
+			t.Errorf("Invalid is %v, want it to name %s", s.Invalid, want)
+		}
+	}
+	if s.BatchEvictionInterval != DefaultBatchEvictionInterval || s.Backoff.Max != DefaultBackoff().Max {
+		t.Errorf("invalid values read as %v and %v", s.BatchEvictionInterval, s.Backoff.Max)
 	}
 	kv.Status.WorkloadUpdates.LastEvictionBatch = nil
 	if !LastEvictionBatch(kv).IsZero() {

@@ -5,13 +5,11 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
 func window(start string, d time.Duration, tz string, days ...v1.Weekday) v1.MaintenanceWindow {
-	return v1.MaintenanceWindow{Start: start, Duration: metav1.Duration{Duration: d}, TimeZone: tz, Days: days}
+	return v1.MaintenanceWindow{Start: start, Duration: v1.Duration{Duration: d}, TimeZone: tz, Days: days}
 }
 
 func TestHoldStartsNothingButAborts(t *testing.T) {
@@ -27,6 +25,10 @@ func TestHoldStartsNothingButAborts(t *testing.T) {
 		{"paused", func(in *Inputs) { in.Paused = true }, "paused"},
 		{"outside the windows", func(in *Inputs) { in.Windows = []v1.MaintenanceWindow{window("13:00", time.Hour, "")} }, "outside the maintenance windows; the next opens at 2026-01-01T13:00:00Z"},
 		{"no window can open", func(in *Inputs) { in.Windows = []v1.MaintenanceWindow{window("13:00", time.Hour, "Nowhere/None")} }, "no maintenance window can open"},
+		{"a setting stored that is not a Go duration", func(in *Inputs) {
+			in.Settings = SettingsFrom(&v1.KubeVirt{Spec: v1.KubeVirtSpec{WorkloadUpdates: &v1.WorkloadUpdatePolicy{
+				Methods: []v1.WorkloadUpdateMethod{"LiveMigrate", "Evict"}, RetryBackoff: &v1.Duration{Invalid: `"7d"`}}}})
+		}, `a setting cannot be read, nothing new starts until it is fixed: spec.workloadUpdates.retryBackoff: "7d" is not a Go duration`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := inputs(vmis, []v1.VirtualMachineInstanceMigration{stale}, both)

@@ -119,7 +119,7 @@ func PlanUpdate(in Inputs) Plan {
 	sort.Slice(p.NeedsAttention, func(i, j int) bool { return p.NeedsAttention[i].Key.String() < p.NeedsAttention[j].Key.String() })
 
 	p.Window = maintenance.Evaluate(in.Windows, in.Now)
-	p.Hold = holdReason(in.Paused, p.Window)
+	p.Hold = holdReason(in.Invalid, in.Paused, p.Window)
 	p.ClusterCap = clusterCap(in.Settings, len(c.outdatedNodes))
 	next := nextBatch(in.LastEvictionBatch, in.BatchEvictionInterval, in.Now)
 	if p.Hold == "" {
@@ -229,8 +229,10 @@ func countChoice(c *v1.WorkloadUpdateChoices, choice Choice, b Bucket) {
 }
 
 // holdReason is why nothing new starts, or "".
-func holdReason(paused bool, w maintenance.State) string {
+func holdReason(invalid error, paused bool, w maintenance.State) string {
 	switch {
+	case invalid != nil:
+		return "a setting cannot be read, nothing new starts until it is fixed: " + invalid.Error()
 	case paused:
 		return "paused: spec.workloadUpdates.paused is true"
 	case w.Open:

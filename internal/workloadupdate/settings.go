@@ -1,6 +1,7 @@
 package workloadupdate
 
 import (
+	"errors"
 	"time"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -27,6 +28,10 @@ type Settings struct {
 	Windows               []v1.MaintenanceWindow
 	// LastEvictionBatch is read from the CR's status; zero means never.
 	LastEvictionBatch time.Time
+	// Invalid names the settings that cannot be read: a duration stored under an
+	// older CRD that is not a Go duration. Nothing new starts while it is set (a
+	// setting is never read as its default behind the admin's back).
+	Invalid error
 }
 
 // SettingsFrom reads the settings of this operator's updater from
@@ -53,6 +58,8 @@ func SettingsFrom(kv *v1.KubeVirt) Settings {
 	setPositive(&s.PerNode, p.MaxMigrationsPerNode)
 	setPositive(&s.PerCluster, p.MaxMigrationsPerCluster)
 	setPositive(&s.BatchEvictionSize, p.BatchEvictionSize)
+	s.Invalid = errors.Join(s.Invalid, p.BatchEvictionInterval.Check("spec.workloadUpdates.batchEvictionInterval"),
+		p.RetryBackoff.Check("spec.workloadUpdates.retryBackoff"), p.MaxRetryBackoff.Check("spec.workloadUpdates.maxRetryBackoff"))
 	if p.BatchEvictionInterval != nil && p.BatchEvictionInterval.Duration > 0 {
 		s.BatchEvictionInterval = p.BatchEvictionInterval.Duration
 	}
@@ -94,6 +101,7 @@ func readUpstreamEviction(kv *v1.KubeVirt, s *Settings) {
 	if w.BatchEvictionInterval != nil && w.BatchEvictionInterval.Duration > 0 {
 		s.BatchEvictionInterval = w.BatchEvictionInterval.Duration
 	}
+	s.Invalid = errors.Join(s.Invalid, w.BatchEvictionInterval.Check("spec.workloadUpdateStrategy.batchEvictionInterval"))
 }
 
 // parallelMigrations is parallelMigrationsPerCluster: 0 unset, -1 an explicit 0.

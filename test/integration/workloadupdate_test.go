@@ -210,7 +210,7 @@ func TestWorkloadUpdaterMigrations(t *testing.T) {
 	h := newUpdaterHarness(t, &v1.WorkloadUpdatePolicy{
 		Methods:              []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate},
 		MaxMigrationsPerNode: ptr.To(int32(5)), MaxMigrationsPerCluster: ptr.To(int32(5)),
-		RetryBackoff: &metav1.Duration{Duration: time.Second}})
+		RetryBackoff: &v1.Duration{Duration: time.Second}})
 	h.createVMIs("mig", 12, true)
 
 	h.eventually("the outdated count while the upgrade runs", func() bool {
@@ -282,7 +282,7 @@ func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
 	h := newUpdaterHarness(t, &v1.WorkloadUpdatePolicy{
 		Methods:               []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodEvict},
 		BatchEvictionSize:     ptr.To(int32(4)),
-		BatchEvictionInterval: &metav1.Duration{Duration: interval},
+		BatchEvictionInterval: &v1.Duration{Duration: interval},
 	})
 	h.createVMIs("ev", 6, false)
 	orphan := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: wuNamespace}, Spec: minimalVMISpec}

@@ -226,7 +226,7 @@ func TestCertificatesStayValidWhileTheUpgradeIsHeld(t *testing.T) {
 	}{
 		{"paused", func(s *v1.KubeVirtSpec) { s.Paused = true }, nil, ReasonRolloutPaused},
 		{"outside the rollout windows", func(s *v1.KubeVirtSpec) {
-			s.RolloutWindows = []v1.MaintenanceWindow{{Days: []v1.Weekday{"Sunday"}, Start: "02:00", Duration: metav1.Duration{Duration: time.Hour}}}
+			s.RolloutWindows = []v1.MaintenanceWindow{{Days: []v1.Weekday{"Sunday"}, Start: "02:00", Duration: v1.Duration{Duration: time.Hour}}}
 		}, nil, ReasonOutsideRolloutWindows},
 		{"a failing preflight", func(*v1.KubeVirtSpec) {}, func(e *upgradeEnv) {
 			e.r.ServerVersion = func() (*version.Info, error) { return &version.Info{Major: "1", Minor: "20"}, nil }
@@ -282,8 +282,8 @@ func TestCARotationUnderAHoldKeepsTheTrustOrder(t *testing.T) {
 	e := newUpgradeEnv(t, func(s *v1.KubeVirtSpec) {
 		s.Paused = true
 		s.CertificateRotateStrategy.SelfSigned = &v1.KubeVirtSelfSignConfiguration{
-			CA:     &v1.CertConfig{Duration: &metav1.Duration{Duration: 10 * time.Hour}},
-			Server: &v1.CertConfig{Duration: &metav1.Duration{Duration: 2 * time.Hour}},
+			CA:     &v1.CertConfig{Duration: &v1.Duration{Duration: 10 * time.Hour}},
+			Server: &v1.CertConfig{Duration: &v1.Duration{Duration: 2 * time.Hour}},
 		}
 	})
 	_, _ = e.reconcile()

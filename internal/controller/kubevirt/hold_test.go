@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
@@ -14,7 +12,7 @@ func TestRolloutHold(t *testing.T) {
 	now := time.Date(2026, 6, 3, 12, 0, 0, 0, time.UTC) // a Wednesday
 	upgrading := v1.KubeVirtStatus{ObservedDeploymentID: "old", TargetDeploymentID: "new"}
 	window := func(start string) []v1.MaintenanceWindow {
-		return []v1.MaintenanceWindow{{Start: start, Duration: metav1.Duration{Duration: time.Hour}}}
+		return []v1.MaintenanceWindow{{Start: start, Duration: v1.Duration{Duration: time.Hour}}}
 	}
 	cases := []struct {
 		name    string
@@ -30,7 +28,7 @@ func TestRolloutHold(t *testing.T) {
 		{"a first install, paused", v1.KubeVirtSpec{Paused: true}, v1.KubeVirtStatus{TargetDeploymentID: "new"}, ReasonRolloutPaused, "spec.paused", false},
 		{"inside a window", v1.KubeVirtSpec{RolloutWindows: window("11:30")}, upgrading, "", "", false},
 		{"outside the windows", v1.KubeVirtSpec{RolloutWindows: window("22:00")}, upgrading, ReasonOutsideRolloutWindows, "the next opens at 2026-06-03T22:00:00Z", true},
-		{"a window that cannot open", v1.KubeVirtSpec{RolloutWindows: []v1.MaintenanceWindow{{Start: "22:00", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Atlantis/Central"}}},
+		{"a window that cannot open", v1.KubeVirtSpec{RolloutWindows: []v1.MaintenanceWindow{{Start: "22:00", Duration: v1.Duration{Duration: time.Hour}, TimeZone: "Atlantis/Central"}}},
 			upgrading, ReasonOutsideRolloutWindows, `time zone "Atlantis/Central"`, false},
 	}
 	for _, c := range cases {

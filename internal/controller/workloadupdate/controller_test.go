@@ -171,7 +171,7 @@ func TestReconcileActsOnlyAsTheActor(t *testing.T) {
 	})
 	t.Run("closed window: nothing starts, the next opening in status", func(t *testing.T) {
 		policy := ours.DeepCopy()
-		policy.Windows = []v1.MaintenanceWindow{{Start: "22:00", Duration: metav1.Duration{Duration: time.Hour}}}
+		policy.Windows = []v1.MaintenanceWindow{{Start: "22:00", Duration: v1.Duration{Duration: time.Hour}}}
 		h := newHarness(t, deployedKubeVirt(v1.KubeVirtSpec{WorkloadUpdates: policy}), fourVMIs()...)
 		h.reconcile()
 		w := h.status().Status.WorkloadUpdates

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -428,7 +427,7 @@ func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
 	p := &operatorProcess{t: t, kubeconfig: e.sb.Kubeconfig()}
 	p.start()
 	t.Cleanup(p.kill)
-	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: 25 * time.Second}}})
+	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 25 * time.Second}}})
 	first := e.waitAvailable(3 * time.Minute)
 
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })

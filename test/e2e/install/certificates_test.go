@@ -63,7 +63,7 @@ func TestCertificatesRenewedWhilePaused(t *testing.T) {
 	webhook := sandboxtest.FreeAddr(t)
 	e.startOperator(func(o *operator.Options) { o.WebhookAddr = webhook })
 	t.Cleanup(e.stopOperator)
-	minutes := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d * time.Minute} }
+	minutes := func(d time.Duration) *v1.Duration { return &v1.Duration{Duration: d * time.Minute} }
 	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4", CertificateRotateStrategy: v1.KubeVirtCertificateRotateStrategy{
 		SelfSigned: &v1.KubeVirtSelfSignConfiguration{
 			CA:     &v1.CertConfig{Duration: minutes(20), RenewBefore: minutes(5)},

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,7 +41,7 @@ func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
 	e := startEnv(t, nodes)
 	one := intstr.FromInt32(1) // one pod at a time: a fast step slow enough to pause in
 	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4",
-		HandlerRollout: &v1.HandlerRolloutPolicy{FastStep: &one, BakeTime: &metav1.Duration{Duration: 2 * time.Second}}})
+		HandlerRollout: &v1.HandlerRolloutPolicy{FastStep: &one, BakeTime: &v1.Duration{Duration: 2 * time.Second}}})
 	e.waitAvailable(3 * time.Minute)
 	apiImage := e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image
 

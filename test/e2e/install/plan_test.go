@@ -56,7 +56,7 @@ func TestPlanBeforeEachUpgrade(t *testing.T) {
 	e := startEnv(t, nodes, sandboxtest.WithMigrationDuration(300*time.Millisecond))
 	spec := v1.KubeVirtSpec{ImageTag: "v1.8.4",
 		WorkloadUpdates: &v1.WorkloadUpdatePolicy{Methods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate}},
-		HandlerRollout:  &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: bake}}}
+		HandlerRollout:  &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: bake}}}
 	e.createKubeVirt(spec)
 	oldImage := launcherImage(e.waitAvailable(3 * time.Minute))
 	vc, err := vmsim.NewClient(e.sb.RESTConfig())

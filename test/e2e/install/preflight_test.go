@@ -20,7 +20,7 @@ import (
 // releases it.
 func TestPreflightHoldsAnUnpullableUpgrade(t *testing.T) {
 	e := startEnv(t, 4)
-	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4", HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: time.Second}}})
+	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4", HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: time.Second}}})
 	e.waitAvailable(3 * time.Minute)
 	template := e.daemonSet("virt-handler").Spec.Template.Spec.Containers[0].Image
 

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
@@ -28,7 +26,7 @@ func BenchmarkWorkloadUpdate1000(b *testing.B) {
 			WorkloadUpdates: &v1.WorkloadUpdatePolicy{
 				Methods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate},
 			},
-			HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: time.Second}},
+			HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: time.Second}},
 		})
 		oldImage := launcherImage(e.waitAvailable(3 * time.Minute))
 		vc, err := vmsim.NewClient(e.sb.RESTConfig())

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,14 +40,14 @@ func TestWorkloadUpdatesPacedByCapacity(t *testing.T) {
 		T                     = 500 * time.Millisecond
 	)
 	e := startEnv(t, nodes, sandboxtest.WithMigrationDuration(T))
-	closed := v1.MaintenanceWindow{Start: time.Now().UTC().Add(3 * time.Hour).Format("15:04"), Duration: metav1.Duration{Duration: time.Hour}}
+	closed := v1.MaintenanceWindow{Start: time.Now().UTC().Add(3 * time.Hour).Format("15:04"), Duration: v1.Duration{Duration: time.Hour}}
 	e.createKubeVirt(v1.KubeVirtSpec{
 		WorkloadUpdates: &v1.WorkloadUpdatePolicy{
 			Methods:      []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate, v1.WorkloadUpdateMethodEvict},
-			RetryBackoff: &metav1.Duration{Duration: 2 * time.Second}, MaxFailures: ptr.To(int32(3)),
+			RetryBackoff: &v1.Duration{Duration: 2 * time.Second}, MaxFailures: ptr.To(int32(3)),
 			Windows: []v1.MaintenanceWindow{closed},
 		},
-		HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: time.Second}},
+		HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: time.Second}},
 	})
 	oldImage := launcherImage(e.waitAvailable(3 * time.Minute))
 	vc, err := vmsim.NewClient(e.sb.RESTConfig())
@@ -192,7 +191,7 @@ func TestUpstreamsFieldLeavesTheMovesToVirtController(t *testing.T) {
 		WorkloadUpdateStrategy: v1.KubeVirtWorkloadUpdateStrategy{
 			WorkloadUpdateMethods: []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate},
 		},
-		HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: time.Second}},
+		HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: time.Second}},
 	})
 	oldImage := launcherImage(e.waitAvailable(3 * time.Minute))
 	vc, err := vmsim.NewClient(e.sb.RESTConfig())

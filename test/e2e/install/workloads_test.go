@@ -347,10 +347,10 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 	e.createKubeVirt(v1.KubeVirtSpec{
 		WorkloadUpdates: &v1.WorkloadUpdatePolicy{
 			Methods:               []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate, v1.WorkloadUpdateMethodEvict},
-			BatchEvictionInterval: &metav1.Duration{Duration: interval},
-			RetryBackoff:          &metav1.Duration{Duration: time.Second},
+			BatchEvictionInterval: &v1.Duration{Duration: interval},
+			RetryBackoff:          &v1.Duration{Duration: time.Second},
 		},
-		HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &metav1.Duration{Duration: 2 * time.Second}},
+		HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 2 * time.Second}},
 	})
 	oldImage := launcherImage(e.waitAvailable(3 * time.Minute))
 
