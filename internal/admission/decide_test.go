@@ -1,14 +1,17 @@
 package admission
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
@@ -20,68 +23,212 @@ func kubeVirt(edit func(*v1.KubeVirt)) *v1.KubeVirt {
 	return kv
 }
 
+// validator reads specs as an operator whose environment names no release
+// (the default, v1.9.0, from quay.io/kubevirt).
+func validator() *Validator { return &Validator{Env: deployid.MapEnv{}} }
+
 func TestCreate(t *testing.T) {
-	if v := Create(kubeVirt(nil), nil); !v.Allowed {
-		t.Errorf("the first KubeVirt is refused: %s", v.Message)
+	v := validator()
+	if got := v.Create(t.Context(), kubeVirt(nil), nil); !got.Allowed {
+		t.Errorf("the first KubeVirt is refused: %s", got.Message)
 	}
 	existing := []v1.KubeVirt{*kubeVirt(func(kv *v1.KubeVirt) { kv.Namespace = "elsewhere" })}
-	if v := Create(kubeVirt(nil), existing); v.Allowed || v.Message != AlreadyCreated {
-		t.Errorf("a second KubeVirt: %+v", v)
+	if got := v.Create(t.Context(), kubeVirt(nil), existing); got.Allowed || got.Message != AlreadyCreated {
+		t.Errorf("a second KubeVirt: %+v", got)
 	}
 	bad := kubeVirt(func(kv *v1.KubeVirt) { zero := uint8(0); kv.Spec.Infra = &v1.ComponentConfig{Replicas: &zero} })
-	if v := Create(bad, nil); v.Allowed || !strings.Contains(v.Message, "spec.infra.replicas") {
-		t.Errorf("infra replicas 0: %+v", v)
+	if got := v.Create(t.Context(), bad, nil); got.Allowed || !strings.Contains(got.Message, "spec.infra.replicas") {
+		t.Errorf("infra replicas 0: %+v", got)
 	}
 }
 
 func TestUpdateChecksOnlyAChangedSpec(t *testing.T) {
+	v := validator()
 	badSpec := func(kv *v1.KubeVirt) {
 		kv.Spec.Configuration.DeveloperConfiguration = &v1.DeveloperConfiguration{FeatureGates: []string{"Template"}, DisabledFeatureGates: []string{"Template"}}
+		kv.Spec.SynchronizationPort = "http"
 	}
 	old := kubeVirt(badSpec)
 	withFinalizer := kubeVirt(badSpec)
 	withFinalizer.Finalizers = []string{"kubevirt.io/foregroundDeleteKubeVirt"}
-	if v := Update(old, withFinalizer); !v.Allowed {
-		t.Errorf("a metadata-only update of a KubeVirt with a bad spec is refused (the operator's finalizer would be stuck): %s", v.Message)
+	if got := v.Update(t.Context(), old, withFinalizer); !got.Allowed {
+		t.Errorf("a metadata-only update of a KubeVirt with a bad spec is refused (the operator's finalizer would be stuck): %s", got.Message)
 	}
-	if v := Update(kubeVirt(nil), kubeVirt(badSpec)); v.Allowed || !strings.Contains(v.Message, "Template is both enabled and disabled") {
-		t.Errorf("a gate both enabled and disabled: %+v", v)
+	if got := v.Update(t.Context(), kubeVirt(nil), kubeVirt(badSpec)); got.Allowed || !strings.Contains(got.Message, "Template is both enabled and disabled") {
+		t.Errorf("a gate both enabled and disabled: %+v", got)
+	}
+	// An upgrade is checked against the new release's strategy.
+	patched := func(tag string) *v1.KubeVirt {
+		return kubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.ImageTag = tag
+			kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType,
+				Patch: `[{"op":"remove","path":"/spec/template/spec/containers/0/readinessProbe/httpGet"}]`}}
+		})
+	}
+	if got := v.Update(t.Context(), patched("v1.8.4"), patched("v1.9.0")); !got.Allowed {
+		t.Errorf("an upgrade whose patch applies to the new release: %s", got.Message)
 	}
 }
 
+// Every spec the operator would refuse or hold on forever is refused, and the
+// message names the field.
 func TestSpecValidation(t *testing.T) {
-	patch := func(typ v1.PatchType, body string) func(*v1.KubeVirt) {
+	patch := func(typ v1.PatchType, resourceType, name, body string) func(*v1.KubeVirt) {
 		return func(kv *v1.KubeVirt) {
-			kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{ResourceType: "Deployment", ResourceName: "virt-api", Type: typ, Patch: body}}
+			kv.Spec.CustomizeComponents.Patches = append(kv.Spec.CustomizeComponents.Patches,
+				v1.CustomizeComponentsPatch{ResourceType: resourceType, ResourceName: name, Type: typ, Patch: body})
 		}
 	}
+	apiPatch := func(typ v1.PatchType, body string) func(*v1.KubeVirt) {
+		return patch(typ, "Deployment", "virt-api", body)
+	}
+	both := func(edits ...func(*v1.KubeVirt)) func(*v1.KubeVirt) {
+		return func(kv *v1.KubeVirt) {
+			for _, e := range edits {
+				e(kv)
+			}
+		}
+	}
+	tag := func(t string) func(*v1.KubeVirt) { return func(kv *v1.KubeVirt) { kv.Spec.ImageTag = t } }
+	certs := func(ca, server *v1.CertConfig) func(*v1.KubeVirt) {
+		return func(kv *v1.KubeVirt) {
+			kv.Spec.CertificateRotateStrategy.SelfSigned = &v1.KubeVirtSelfSignConfiguration{CA: ca, Server: server}
+		}
+	}
+	d := func(x time.Duration) *v1.Duration { return &v1.Duration{Duration: x} }
+	invalid := func(raw string) *v1.Duration { return &v1.Duration{Invalid: raw} }
+	win := func(start string, x time.Duration, tz string) v1.MaintenanceWindow {
+		return v1.MaintenanceWindow{Start: start, Duration: v1.Duration{Duration: x}, TimeZone: tz}
+	}
+	typo := `[{"op":"replace","path":"/spec/template/spec/containers/0/livenessProbe/periodSeconds","value":5}]`
 	for _, tc := range []struct {
 		name string
 		edit func(*v1.KubeVirt)
-		want string // "" allowed
+		want []string // nil: allowed
 	}{
-		{"json patch", patch(v1.JSONPatchType, `[{"op":"remove","path":"/spec/template/spec/containers/0/livenessProbe"}]`), ""},
-		{"merge patch", patch(v1.MergePatchType, `{"metadata":{"labels":{"a":"b"}}}`), ""},
-		{"json patch that is an object", patch(v1.JSONPatchType, `{"op":"add"}`), "a json patch must be a list of operations"},
-		{"json patch without a path", patch(v1.JSONPatchType, `[{"op":"add","value":1}]`), "operation 0 needs op and path"},
-		{"json patch path not absolute", patch(v1.JSONPatchType, `[{"op":"add","path":"spec","value":1}]`), `path "spec" must start with /`},
-		{"merge patch that is a list", patch(v1.MergePatchType, `[1]`), "a merge patch must be an object"},
-		{"not JSON", patch(v1.StrategicMergePatchType, `{`), "the patch is not JSON"},
-		{"unknown type", patch("yaml", `{}`), `type "yaml"`},
+		// customizeComponents: syntax, then the dry run against the release.
+		{"json patch", apiPatch(v1.JSONPatchType, `[{"op":"replace","path":"/spec/replicas","value":3}]`), nil},
+		{"merge patch", apiPatch(v1.MergePatchType, `{"metadata":{"labels":{"a":"b"}}}`), nil},
+		{"strategic patch", apiPatch(v1.StrategicMergePatchType, `{"spec":{"template":{"spec":{"containers":[{"name":"virt-api","resources":{"requests":{"memory":"1Gi"}}}]}}}}`), nil},
+		{"a patch of every Deployment", patch(v1.MergePatchType, "Deployment", "*", `{"metadata":{"annotations":{"a":"b"}}}`), nil},
+		{"a patch of an object the release does not have", patch(v1.JSONPatchType, "Deployment", "virt-nothing", typo), nil},
+		{"flags", func(kv *v1.KubeVirt) { kv.Spec.CustomizeComponents.Flags = &v1.Flags{API: map[string]string{"v": "4"}} }, nil},
+		{"json patch that is an object", apiPatch(v1.JSONPatchType, `{"op":"add"}`), []string{"spec.customizeComponents.patches[0]", "a json patch must be a list of operations"}},
+		{"json patch without a path", apiPatch(v1.JSONPatchType, `[{"op":"add","value":1}]`), []string{"spec.customizeComponents.patches[0]", "operation 0 needs op and path"}},
+		{"json patch path not absolute", apiPatch(v1.JSONPatchType, `[{"op":"add","path":"spec","value":1}]`), []string{"spec.customizeComponents.patches[0]", `path "spec" must start with /`}},
+		{"merge patch that is a list", apiPatch(v1.MergePatchType, `[1]`), []string{"spec.customizeComponents.patches[0]", "a merge patch must be an object"}},
+		{"not JSON", apiPatch(v1.StrategicMergePatchType, `{`), []string{"spec.customizeComponents.patches[0]", "the patch is not JSON"}},
+		{"unknown type", apiPatch("yaml", `{}`), []string{`customizeComponents.patches[0].type "yaml"`}},
+		{"a json patch path the release lacks", apiPatch(v1.JSONPatchType, typo),
+			[]string{"spec.customizeComponents.patches[0]", "does not apply to Deployment", "virt-api", "livenessProbe", "KubeVirt v1.9.0"}},
+		{"a merge patch with a typo'd field", both(apiPatch(v1.MergePatchType, `{"metadata":{"labels":{"a":"b"}}}`), apiPatch(v1.MergePatchType, `{"spec":{"replica":3}}`)),
+			[]string{"spec.customizeComponents.patches[1]", "virt-api", `unknown field "spec.replica"`}},
+		{"a strategic patch with a typo'd field", patch(v1.StrategicMergePatchType, "DaemonSet", "virt-handler", `{"spec":{"template":{"spec":{"tolerationz":[]}}}}`),
+			[]string{"spec.customizeComponents.patches[0]", "virt-handler", "tolerationz"}},
+		{"a patch that renames the object", apiPatch(v1.MergePatchType, `{"metadata":{"name":"virt-api-2"}}`), []string{"spec.customizeComponents.patches[0]", "changes the object's kind, name or namespace"}},
+		{"the same patch on v1.8.4", both(tag("v1.8.4"), apiPatch(v1.JSONPatchType, typo)), []string{"spec.customizeComponents.patches[0]", "KubeVirt v1.8.4"}},
+		{"a release delegated to its own operator: syntax only", both(tag("v1.7.4"), apiPatch(v1.JSONPatchType, typo)), nil},
+		// What the operator's deployment config refuses.
+		{"synchronizationPort not a number", func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "http" }, []string{`spec.synchronizationPort: "http" is not a port number (1-65535)`}},
+		{"synchronizationPort 0", func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "0" }, []string{"spec.synchronizationPort"}},
+		{"synchronizationPort 65536", func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "65536" }, []string{"spec.synchronizationPort"}},
+		{"synchronizationPort 9185", func(kv *v1.KubeVirt) { kv.Spec.SynchronizationPort = "9185" }, nil},
+		{"a 75-character pre-release tag", tag("v1.9.0-" + strings.Repeat("x", 68)), []string{"spec.imageTag", "app.kubernetes.io/version", "no label value", "63"}},
+		{"a tag of 129 characters", tag(strings.Repeat("v", 129)), []string{"spec.imageTag", "is not an image tag", "128"}},
+		{"a tag with a +", tag("v1.9.0+build.1"), []string{"spec.imageTag", "is not an image tag"}},
+		{"a pre-release tag", tag("v1.9.0-rc.1"), nil},
+		{"a digest", tag("sha256:" + strings.Repeat("ab", 32)), nil},
+		{"a registry with capitals in its path", func(kv *v1.KubeVirt) { kv.Spec.ImageRegistry = "quay.io/KubeVirt" }, []string{"spec.imageRegistry", "is not an image registry"}},
+		{"a registry with a scheme", func(kv *v1.KubeVirt) { kv.Spec.ImageRegistry = "https://quay.io/kubevirt" }, []string{"spec.imageRegistry"}},
+		{"a registry with a port", func(kv *v1.KubeVirt) { kv.Spec.ImageRegistry = "registry.local:5000/kubevirt" }, nil},
+		{"an unknown pull policy", func(kv *v1.KubeVirt) { kv.Spec.ImagePullPolicy = "Sometimes" }, []string{"imagePullPolicy"}},
+		// Product labels: no label value.
+		{"productVersion with a space", func(kv *v1.KubeVirt) { kv.Spec.ProductVersion = "1.0 beta" }, []string{"spec.productVersion", "app.kubernetes.io/version", "no label value"}},
+		{"productName of 64 characters", func(kv *v1.KubeVirt) { kv.Spec.ProductName = strings.Repeat("p", 64) }, []string{"spec.productName", "app.kubernetes.io/part-of"}},
+		{"productComponent starting with -", func(kv *v1.KubeVirt) { kv.Spec.ProductComponent = "-kv" }, []string{"spec.productComponent", "app.kubernetes.io/component"}},
+		{"product labels", func(kv *v1.KubeVirt) {
+			kv.Spec.ProductVersion, kv.Spec.ProductName, kv.Spec.ProductComponent = "4.18.1", "acme-virt", "compute"
+		}, nil},
+		// Certificates: a lifetime the rotation can keep up with.
+		{"a certificate lifetime of one second", certs(nil, &v1.CertConfig{Duration: d(time.Second)}),
+			[]string{"spec.certificateRotateStrategy.selfSigned.server.duration (1s) must be at least 1m0s"}},
+		{"a renewBefore of 5s", certs(&v1.CertConfig{Duration: d(time.Hour), RenewBefore: d(5 * time.Second)}, nil),
+			[]string{"spec.certificateRotateStrategy.selfSigned.ca.renewBefore (5s) must be at least 10s"}},
+		{"renewBefore not shorter than duration", certs(nil, &v1.CertConfig{Duration: d(time.Hour), RenewBefore: d(time.Hour)}),
+			[]string{"spec.certificateRotateStrategy.selfSigned.server.renewBefore (1h0m0s) must be shorter than"}},
+		{"the shortest lifetimes", certs(&v1.CertConfig{Duration: d(2 * time.Minute)}, &v1.CertConfig{Duration: d(time.Minute), RenewBefore: d(10 * time.Second)}), nil},
+		// Durations stored under an older CRD (no pattern) that are not Go durations.
+		{"a certificate duration of 7d", certs(&v1.CertConfig{Duration: invalid(`"7d"`)}, nil),
+			[]string{`spec.certificateRotateStrategy.selfSigned.ca.duration: "7d" is not a Go duration`}},
+		{"a bake time that overflows", func(kv *v1.KubeVirt) {
+			kv.Spec.HandlerRollout = &v1.HandlerRolloutPolicy{BakeTime: invalid(`"9999999999h"`)}
+		},
+			[]string{`spec.handlerRollout.bakeTime: "9999999999h" is not a Go duration`}},
+		{"a retry backoff that is no duration", func(kv *v1.KubeVirt) {
+			kv.Spec.WorkloadUpdates = &v1.WorkloadUpdatePolicy{RetryBackoff: invalid(`"soon"`)}
+		}, []string{`spec.workloadUpdates.retryBackoff: "soon"`}},
+		// The rollout policy.
 		{"handler rollout", func(kv *v1.KubeVirt) {
 			n := int32(-1)
 			kv.Spec.HandlerRollout = &v1.HandlerRolloutPolicy{CanarySize: &n}
-		}, "spec.handlerRollout"},
+		}, []string{"spec.handlerRollout: canarySize"}},
+		{"a progress deadline shorter than the bake", func(kv *v1.KubeVirt) {
+			kv.Spec.HandlerRollout = &v1.HandlerRolloutPolicy{BakeTime: d(time.Minute), ProgressDeadline: d(time.Minute)}
+		}, []string{"spec.handlerRollout: progressDeadline"}},
+		// Windows that can never open.
+		{"a rollout window in a time zone that does not exist", func(kv *v1.KubeVirt) {
+			kv.Spec.RolloutWindows = []v1.MaintenanceWindow{win("02:00", time.Hour, "Europe/Berlin"), win("02:00", time.Hour, "Mars/Olympus")}
+		}, []string{"spec.rolloutWindows[1] never opens", `time zone "Mars/Olympus"`}},
+		{"a workload-update window in a time zone that does not exist", func(kv *v1.KubeVirt) {
+			kv.Spec.WorkloadUpdates = &v1.WorkloadUpdatePolicy{Windows: []v1.MaintenanceWindow{win("02:00", time.Hour, "Atlantis/Central")}}
+		}, []string{"spec.workloadUpdates.windows[0] never opens", `time zone "Atlantis/Central"`}},
+		{"a window of 0", func(kv *v1.KubeVirt) { kv.Spec.RolloutWindows = []v1.MaintenanceWindow{win("02:00", 0, "")} }, []string{"spec.rolloutWindows[0] never opens", "duration 0s"}},
+		{"a window longer than a week", func(kv *v1.KubeVirt) {
+			kv.Spec.RolloutWindows = []v1.MaintenanceWindow{win("02:00", 8*24*time.Hour, "")}
+		},
+			[]string{"spec.rolloutWindows[0] never opens", "duration 192h0m0s"}},
+		{"windows that open", func(kv *v1.KubeVirt) {
+			kv.Spec.RolloutWindows = []v1.MaintenanceWindow{win("02:00", time.Hour, "America/New_York")}
+			kv.Spec.WorkloadUpdates = &v1.WorkloadUpdatePolicy{Windows: []v1.MaintenanceWindow{win("23:30", 7*24*time.Hour, "")}}
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Create(kubeVirt(tc.edit), nil)
-			if tc.want == "" && !v.Allowed {
-				t.Errorf("refused: %s", v.Message)
+			got := validator().Create(t.Context(), kubeVirt(tc.edit), nil)
+			if tc.want == nil && !got.Allowed {
+				t.Errorf("refused: %s", got.Message)
 			}
-			if tc.want != "" && (v.Allowed || !strings.Contains(v.Message, tc.want)) {
-				t.Errorf("%+v, want a refusal containing %q", v, tc.want)
+			if tc.want == nil {
+				return
+			}
+			if got.Allowed {
+				t.Fatalf("allowed, want a refusal naming %q", tc.want)
+			}
+			t.Log(got.Message)
+			for _, w := range tc.want {
+				if !strings.Contains(got.Message, w) {
+					t.Errorf("the message %q does not say %q", got.Message, w)
+				}
 			}
 		})
+	}
+}
+
+// A dry run waits for the one before it, but never past the request's deadline.
+func TestDryRunWaitsWithinTheDeadline(t *testing.T) {
+	v := validator()
+	v.rendersOnce.Do(func() { v.renders = make(chan struct{}, 1) })
+	v.renders <- struct{}{} // a render under way
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	kv := kubeVirt(func(kv *v1.KubeVirt) {
+		kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: `{}`}}
+	})
+	if got := v.Create(ctx, kv, nil); got.Allowed || !strings.Contains(got.Message, "spec.customizeComponents: not checked in time") {
+		t.Errorf("%+v", got)
+	}
+	<-v.renders
+	if got := v.Create(t.Context(), kv, nil); !got.Allowed {
+		t.Errorf("once the render is done: %s", got.Message)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/certs"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
@@ -48,7 +49,13 @@ type Server struct {
 	Workloads client.Reader
 	// Mapper maps the managed CRDs to their kinds.
 	Mapper meta.RESTMapper
-	Log    logr.Logger
+	// Env is the operator's environment, from which a spec is read as the
+	// operator reads it (Validator.Env; nil is the process environment).
+	Env deployid.Env
+	Log logr.Logger
+
+	validatorOnce sync.Once
+	validator     *Validator
 
 	mu     sync.Mutex
 	cached struct {
@@ -66,11 +73,12 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook server: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certificate},
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	return s.serve(ctx, l)
+}
+
+// serve serves on l until ctx ends.
+func (s *Server) serve(ctx context.Context, l net.Listener) error {
+	srv := s.httpServer()
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -82,6 +90,39 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// The webhook server's limits. The API server calls a webhook with a 10 s
+// timeout and sends at most a few MB: a request still being read after that is
+// not the API server's, and only holds a connection and a goroutine (slowloris).
+// Idle connections are kept longer than the API server's client keeps them
+// (90 s), so it is the one that closes them and never sends on a connection
+// being closed.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+// httpServer is the server Start runs: TLS 1.2 or later with the operator's
+// certificate, bounded reads, and HTTP/1.1 only, as the metrics server: HTTP/2's
+// rapid-reset and stream floods cost a server more than they cost a client,
+// and an admission webhook gains nothing from it. The empty TLSNextProto map
+// keeps net/http from configuring HTTP/2; NextProtos offers http/1.1 alone in
+// the TLS handshake.
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certificate, NextProtos: []string{"http/1.1"}},
+		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
 }
 
 // certificate is the serving certificate in kubevirt-operator-certs, parsed again
@@ -165,10 +206,15 @@ func (s *Server) create(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	if err := s.Reader.List(ctx, all); err != nil {
 		return Verdict{}, err
 	}
-	return Create(kv, all.Items), nil
+	return s.decider().Create(ctx, kv, all.Items), nil
 }
 
-func (s *Server) update(_ context.Context, req *admissionv1.AdmissionRequest) (Verdict, error) {
+func (s *Server) decider() *Validator {
+	s.validatorOnce.Do(func() { s.validator = &Validator{Env: s.Env} })
+	return s.validator
+}
+
+func (s *Server) update(ctx context.Context, req *admissionv1.AdmissionRequest) (Verdict, error) {
 	kv, err := decodeKubeVirt(req.Object.Raw)
 	if err != nil {
 		return refuse("%v", err), nil
@@ -177,7 +223,7 @@ func (s *Server) update(_ context.Context, req *admissionv1.AdmissionRequest) (V
 	if err != nil {
 		return refuse("%v", err), nil
 	}
-	return Update(old, kv), nil
+	return s.decider().Update(ctx, old, kv), nil
 }
 
 func (s *Server) delete(ctx context.Context, req *admissionv1.AdmissionRequest) (Verdict, error) {

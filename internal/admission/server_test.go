@@ -2,6 +2,7 @@ package admission
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,7 +11,9 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,5 +171,108 @@ func TestServerWithoutItsCertificateFailsTheHandshake(t *testing.T) {
 	s, _ := newServer(t)
 	if _, err := s.certificate(&tls.ClientHelloInfo{}); err == nil || !strings.Contains(err.Error(), certs.SecretOperator) {
 		t.Errorf("no Secret: %v", err)
+	}
+}
+
+// The server speaks HTTP/1.1 only: a client offering h2 gets http/1.1, one that
+// speaks nothing but HTTP/2 gets no answer; and its reads are bounded.
+func TestServerIsHTTP1OnlyWithTimeouts(t *testing.T) {
+	secret := servingSecret(t, "kubevirt-operator-webhook.kubevirt.svc")
+	s, _ := newServer(t, secret)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(secret.Data[certs.TLSCertKey])
+	tlsConfig := &tls.Config{RootCAs: pool, ServerName: "kubevirt-operator-webhook.kubevirt.svc", NextProtos: []string{"h2", "http/1.1"}}
+
+	conn, err := tls.Dial("tcp", l.Addr().String(), tlsConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := conn.ConnectionState().NegotiatedProtocol; got != "http/1.1" {
+		t.Errorf("a client offering h2 and http/1.1 negotiated %q", got)
+	}
+	_ = conn.Close()
+
+	url := "https://" + l.Addr().String() + PathUpdate
+	kv := kubeVirt(nil)
+	req := &admissionv1.AdmissionRequest{UID: types.UID("1"), Object: raw(t, kv), OldObject: raw(t, kv)}
+	both := &http.Transport{TLSClientConfig: tlsConfig.Clone(), ForceAttemptHTTP2: true}
+	defer both.CloseIdleConnections()
+	if got := post(t, url, &http.Client{Transport: both}, req); !got.Allowed {
+		t.Errorf("over HTTP/1.1: %+v", got.Result)
+	}
+	resp, err := (&http.Client{Transport: both}).Get("https://" + l.Addr().String() + PathUpdate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.ProtoMajor != 1 {
+		t.Errorf("a client that would speak HTTP/2 was answered in %s", resp.Proto)
+	}
+
+	h2only := &http.Transport{TLSClientConfig: tlsConfig.Clone(), Protocols: new(http.Protocols)}
+	h2only.Protocols.SetHTTP2(true)
+	defer h2only.CloseIdleConnections()
+	if resp, err := (&http.Client{Transport: h2only}).Get("https://" + l.Addr().String() + PathUpdate); err == nil {
+		_ = resp.Body.Close()
+		t.Errorf("a client speaking only HTTP/2 was answered in %s", resp.Proto)
+	}
+
+	srv := s.httpServer()
+	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.IdleTimeout <= 0 || srv.WriteTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
+		t.Errorf("unbounded: read header %v, read %v, write %v, idle %v, header bytes %d", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout, srv.MaxHeaderBytes)
+	}
+	if srv.ReadTimeout > 30*time.Second || srv.IdleTimeout < 90*time.Second {
+		t.Errorf("read %v (the API server waits 10 s), idle %v (the API server's client keeps connections 90 s)", srv.ReadTimeout, srv.IdleTimeout)
+	}
+	if srv.TLSNextProto == nil || len(srv.TLSNextProto) != 0 {
+		t.Errorf("TLSNextProto %v: net/http would configure HTTP/2", srv.TLSNextProto)
+	}
+}
+
+// A client that never finishes its request headers is cut off.
+func TestServerClosesASlowClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the read-header timeout")
+	}
+	secret := servingSecret(t, "kubevirt-operator-webhook.kubevirt.svc")
+	s, _ := newServer(t, secret)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.serve(ctx, l) }()
+	defer func() { cancel(); <-done }()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(secret.Data[certs.TLSCertKey])
+	conn, err := tls.Dial("tcp", l.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "kubevirt-operator-webhook.kubevirt.svc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	start := time.Now()
+	if _, err := conn.Write([]byte("POST " + PathCreate + " HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(readHeaderTimeout + 10*time.Second))
+	if _, err := io.ReadAll(conn); err != nil {
+		t.Fatalf("the connection was not closed by the server: %v", err)
+	}
+	if waited := time.Since(start); waited < readHeaderTimeout-time.Second {
+		t.Errorf("closed after %v, before the read-header timeout", waited)
 	}
 }
