@@ -367,6 +367,27 @@ type KubeVirtStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	History []DeploymentRecord `json:"history,omitempty"`
+
+	// InstallStrategies are the install-strategy ConfigMaps the operator
+	// accepted for the deployments it applies (the target's, and the observed
+	// one's while it differs): only a ConfigMap named here, with the same UID
+	// and content digest, is ever applied (not in upstream's API).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=2
+	InstallStrategies []InstallStrategyRef `json:"installStrategies,omitempty"`
+}
+
+// InstallStrategyRef is one accepted install-strategy ConfigMap.
+type InstallStrategyRef struct {
+	DeploymentID string `json:"deploymentID"`
+	ConfigMap    string `json:"configMap"`
+	UID          string `json:"uid"`
+	// Digest is the SHA-256 of the ConfigMap's strategy payload.
+	Digest string `json:"digest"`
+	// Source says how it was accepted: Rendered (equal to this operator's own
+	// rendering of a release it knows) or Job (written by the strategy Job
+	// started for the ID).
+	Source string `json:"source"`
 }
 
 // PreflightStatus are the checks of one target.

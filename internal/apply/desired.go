@@ -38,6 +38,7 @@ func Desired(s *strategy.Strategy, cfg *deployid.Config) *strategy.Strategy {
 		metadata.Inject(o, cfg)
 		if tmpl := PodTemplate(o); tmpl != nil {
 			metadata.InjectPodTemplate(tmpl, cfg)
+			stampTemplateHash(o)
 		}
 	}
 	return s

@@ -27,14 +27,15 @@ import (
 // controller runs them itself, the certificates in a phase of their own.
 
 // Prepare is s customized for cfg (a *PatchError when a customization does not
-// apply) without the objects cfg switches off. s is not modified; the result's
-// objects are copies, which Complete stamps in place.
+// apply), with the operator's Adjustments, without the objects cfg switches
+// off. s is not modified; the result's objects are copies, which Complete
+// stamps in place.
 func Prepare(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, error) {
 	customized, err := Customize(s, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return Enabled(customized, cfg), nil
+	return Enabled(Adjust(customized), cfg), nil
 }
 
 // Complete turns a prepared strategy into the desired state: its certificate

@@ -150,7 +150,7 @@ func TestDeploymentRolledOver(t *testing.T) {
 		{"one replica not updated", func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 }, false},
 		{"one replica not ready", func(d *appsv1.Deployment) { d.Status.ReadyReplicas = 1 }, false},
 		{"an old replica left", func(d *appsv1.Deployment) { d.Status.Replicas = 3 }, false},
-		{"other target id", func(d *appsv1.Deployment) { d.Annotations = map[string]string{} }, false},
+		{"the object's stamps are not its pods'", func(d *appsv1.Deployment) { d.Annotations = map[string]string{} }, true},
 		{"pod template of another target", func(d *appsv1.Deployment) { d.Spec.Template.Annotations = nil }, false},
 		{"nil replicas means 1", func(d *appsv1.Deployment) {
 			d.Spec.Replicas = nil
@@ -212,16 +212,16 @@ func TestStepRolledOver(t *testing.T) {
 		}
 		return map[ObjectRef]client.Object{RefOf(l): l}
 	}
-	if !step.RolledOver(live(hash), target) {
+	if !step.RolledOver(live(hash)) {
 		t.Error("a rolled-over step with its desired hash is not done")
 	}
-	if step.RolledOver(live("stale"), target) {
+	if step.RolledOver(live("stale")) {
 		t.Error("a step whose Deployment awaits a write is done")
 	}
-	if step.RolledOver(map[ObjectRef]client.Object{}, target) {
+	if step.RolledOver(map[ObjectRef]client.Object{}) {
 		t.Error("a step whose Deployment is absent is done")
 	}
-	if !(Step{Objects: []client.Object{&policyv1.PodDisruptionBudget{}}}).RolledOver(nil, target) {
+	if !(Step{Objects: []client.Object{&policyv1.PodDisruptionBudget{}}}).RolledOver(nil) {
 		t.Error("a step without workloads is not done")
 	}
 	if d, _ := step.Workloads(); len(d) != 1 {

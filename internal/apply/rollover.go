@@ -8,18 +8,18 @@ import (
 )
 
 // RolledOver reports whether every Deployment and DaemonSet of the step is live
-// as desired and rolled over to target (other kinds never hold a step back).
-// "As desired" means the live object carries the desired object's hash, so a step
-// whose objects were written in this reconcile is not done until the next one
-// sees the workload controller catch up. Evaluate it on the live objects read
-// before writing.
-func (s Step) RolledOver(live map[ObjectRef]client.Object, target metadata.Target) bool {
+// as desired and its pods run its desired pod template (other kinds never hold
+// a step back). "As desired" means the live object carries the desired
+// object's hash, so a step whose objects were written in this reconcile is not
+// done until the next one sees the workload controller catch up. Evaluate it
+// on the live objects read before writing.
+func (s Step) RolledOver(live map[ObjectRef]client.Object) bool {
 	for _, o := range s.Objects {
-		switch o.(type) {
-		case *appsv1.Deployment, *appsv1.DaemonSet:
-		default:
+		tmpl := PodTemplate(o)
+		if tmpl == nil {
 			continue
 		}
+		target := metadata.TemplateTarget(tmpl)
 		l, ok := live[RefOf(o)]
 		if !ok {
 			return false
@@ -44,13 +44,14 @@ func (s Step) RolledOver(live map[ObjectRef]client.Object, target metadata.Targe
 	return true
 }
 
-// DeploymentRolledOver: the Deployment and its pod template carry target's
-// install-strategy annotations, its controller has observed the current
-// generation, and every desired replica is updated and ready with no old
-// replica left. Stricter than upstream (which is content with one ready pod), so
-// the next component starts only once this one fully serves the target.
+// DeploymentRolledOver: the Deployment's pod template carries target's
+// install-strategy annotations (its template's own: see metadata.TemplateTarget),
+// its controller has observed the current generation, and every desired replica
+// is updated and ready with no old replica left. Stricter than upstream (which
+// is content with one ready pod), so the next component starts only once this
+// one fully serves the target.
 func DeploymentRolledOver(d *appsv1.Deployment, target metadata.Target) bool {
-	if d == nil || !metadata.DeploymentIsUpToDate(d, target) || !metadata.IsUpToDate(&d.Spec.Template, target) {
+	if d == nil || !metadata.IsUpToDate(&d.Spec.Template, target) {
 		return false
 	}
 	want := int32(1)
@@ -62,7 +63,7 @@ func DeploymentRolledOver(d *appsv1.Deployment, target metadata.Target) bool {
 		st.UpdatedReplicas == want && st.ReadyReplicas >= want && st.Replicas == want
 }
 
-// DaemonSetRolledOver: the DaemonSet and its pod template carry target's
+// DaemonSetRolledOver: the DaemonSet's pod template carries target's
 // annotations, its controller has observed the current generation, it is
 // scheduled somewhere (as upstream: a DaemonSet on no node is not ready), and
 // every scheduled pod is updated and ready.
@@ -73,7 +74,7 @@ func DaemonSetRolledOver(ds *appsv1.DaemonSet, target metadata.Target) bool {
 // DaemonSetRolledOverExcept is DaemonSetRolledOver with up to leftOut pods
 // (on nodes that are not Ready) neither updated nor ready.
 func DaemonSetRolledOverExcept(ds *appsv1.DaemonSet, target metadata.Target, leftOut int32) bool {
-	if ds == nil || !metadata.DaemonSetIsUpToDate(ds, target) || !metadata.IsUpToDate(&ds.Spec.Template, target) {
+	if ds == nil || !metadata.IsUpToDate(&ds.Spec.Template, target) {
 		return false
 	}
 	st := ds.Status

@@ -145,11 +145,11 @@ func offlineInput(newKV *v1.KubeVirt, processEnv deployid.Env, o planOptions) (u
 		if err != nil {
 			return nil, UsageError(fmt.Errorf("plan renders the releases this build knows (virt-operator versions): %w", err))
 		}
-		customized, err := apply.Customize(s, cfg)
+		prepared, err := apply.Prepare(s, cfg)
 		if err != nil {
 			return nil, UsageError(err)
 		}
-		return apply.Desired(apply.Enabled(customized, cfg), cfg), nil
+		return apply.Desired(prepared, cfg), nil
 	}
 	desired, err := render(in.NewConfig)
 	if err != nil {
@@ -288,11 +288,11 @@ func liveOperatorEnv(ctx context.Context, c client.Client, ns string, processEnv
 // pre-pull needs pods, so only the operator runs it).
 func planPreflight(ctx context.Context, c client.Client, serverVersion func() (*version.Info, error), cfg *deployid.Config,
 	desired *strategy.Strategy) ([]v1.PreflightCheck, error) {
-	stored, err := preflight.ReadStoredVersions(ctx, c, desired.CRDs)
+	stored, empty, err := preflight.ReadStoredVersions(ctx, c, desired.CRDs)
 	if err != nil {
 		return nil, err
 	}
-	checks := []v1.PreflightCheck{preflight.StoredVersions(stored, desired.CRDs)}
+	checks := []v1.PreflightCheck{preflight.StoredVersions(stored, desired.CRDs, empty)}
 	managed, held, err := workloads.InRemovedCRDs(ctx, c, c, c.RESTMapper(), desired.CRDs)
 	if err != nil {
 		return nil, err

@@ -76,8 +76,9 @@ const DefaultRegistry = "quay.io/kubevirt"
 // setImages fills registry, prefix, version and component images (§2.2, §2.3).
 //
 // The operator image (VIRT_OPERATOR_IMAGE, else OPERATOR_IMAGE) names a KubeVirt
-// release when its tag reads as a release version (v1.9.0) other than this
-// operator's own version, or, for a digest or an unparsable image, when
+// release when it is not of this operator's own repository (version.Repository)
+// and its tag reads as a release version (v1.9.0) other than this operator's
+// own version, or, for a digest or an unparsable image, when
 // KUBEVIRT_VERSION is set: then registry, prefix and version come from it as
 // upstream reads them (the tag beats KUBEVIRT_VERSION). Otherwise it is this
 // operator's own image and says nothing about KubeVirt: the version is
@@ -123,12 +124,26 @@ func setImages(cfg *Config, spec *v1.KubeVirtSpec, env Env) {
 	}
 }
 
-// namesRelease says whether the operator image is a KubeVirt release's (see setImages).
+// namesRelease says whether the operator image is a KubeVirt release's (see
+// setImages). An image of this operator's own repository never is: its tag is
+// this operator's version, not KubeVirt's, even when it reads like one.
 func namesRelease(image string, parsed parsedOperatorImage, envVersion string) bool {
+	if ownRepository(image) {
+		return false
+	}
 	if tag, ok := imageTag(image); ok {
 		return release.IsVersion(tag) && tag != version.Version
 	}
 	return envVersion != "" && operatorImagePattern.MatchString(image)
+}
+
+// ownRepository: image (name[:tag][@digest]) is of version.Repository.
+func ownRepository(image string) bool {
+	name, _, _ := strings.Cut(image, "@")
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name = name[:i]
+	}
+	return name == version.Repository
 }
 
 // passthroughEnv collects KV_IO_EXTRA_ENV_<NAME>=<value>. The value is everything

@@ -58,6 +58,14 @@ func TestReleaseFromTheEnvironment(t *testing.T) {
 			wantRegistry: DefaultRegistry, wantVersion: "v1.9.0", wantOpImg: "ghcr.io/acme/virt-operator:v0.3.0",
 		},
 		{
+			name: "this operator's own repository, a release-like tag that is not this build's", env: MapEnv{EnvVirtOperatorImage: version.Repository + ":v0.4.0"},
+			wantRegistry: DefaultRegistry, wantVersion: "v1.9.0", wantOpImg: version.Repository + ":v0.4.0",
+		},
+		{
+			name: "this operator's own repository, by digest", env: MapEnv{EnvVirtOperatorImage: version.Repository + ":v1.0.0@sha256:0123", EnvKubeVirtVersion: "v1.8.4"},
+			wantRegistry: DefaultRegistry, wantVersion: "v1.8.4", wantOpImg: version.Repository + ":v1.0.0@sha256:0123",
+		},
+		{
 			name: "own image and KUBEVIRT_VERSION", env: MapEnv{EnvVirtOperatorImage: "ghcr.io/acme/virt-operator:latest", EnvKubeVirtVersion: "v1.8.4"},
 			wantRegistry: DefaultRegistry, wantVersion: "v1.8.4", wantOpImg: "ghcr.io/acme/virt-operator:latest",
 		},

@@ -24,6 +24,14 @@ func hasValue(m map[string]string, key, want string) bool {
 	return ok && v == want
 }
 
+// TemplateTarget is the target a pod template is stamped with: its pods are
+// current when they carry the same (PodIsUpToDate). After a change of other
+// inputs only, it is the previous deployment's, kept so no pod restarts.
+func TemplateTarget(tmpl *corev1.PodTemplateSpec) Target {
+	a := tmpl.Annotations
+	return Target{Version: a[InstallStrategyVersionAnnotation], Registry: a[InstallStrategyRegistryAnnotation], ID: a[InstallStrategyIdentifierAnnotation]}
+}
+
 // PodIsUpToDate reports whether the pod was created from a template of target.
 func PodIsUpToDate(pod *corev1.Pod, target Target) bool { return IsUpToDate(pod, target) }
 

@@ -18,6 +18,9 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,41 +76,105 @@ func KubernetesOf(r *release.Release, info *version.Info) v1.PreflightCheck {
 }
 
 // ReadStoredVersions reads each CRD's live status.storedVersions by name
-// (absent CRDs have none); r must read full objects, not metadata.
-func ReadStoredVersions(ctx context.Context, r client.Reader, crds []*apiextensionsv1.CustomResourceDefinition) (map[string][]string, error) {
-	out := map[string][]string{}
+// (absent CRDs have none), and which of those whose stored versions the target
+// drops have no objects at all (empty); r must read full objects, not metadata.
+func ReadStoredVersions(ctx context.Context, r client.Reader, crds []*apiextensionsv1.CustomResourceDefinition) (stored map[string][]string, empty map[string]bool, err error) {
+	stored, empty = map[string][]string{}, map[string]bool{}
 	for _, want := range crds {
 		live := &apiextensionsv1.CustomResourceDefinition{}
 		switch err := r.Get(ctx, client.ObjectKeyFromObject(want), live); {
 		case apierrors.IsNotFound(err):
+			continue
 		case err != nil:
-			return nil, fmt.Errorf("reading CRD %s: %w", want.Name, err)
-		default:
-			out[want.Name] = live.Status.StoredVersions
+			return nil, nil, fmt.Errorf("reading CRD %s: %w", want.Name, err)
+		}
+		stored[want.Name] = live.Status.StoredVersions
+		if len(RetiredVersions(live.Status.StoredVersions, want)) == 0 {
+			continue
+		}
+		n, err := CountObjects(ctx, r, live)
+		if err != nil {
+			return nil, nil, err
+		}
+		empty[want.Name] = n == 0
+	}
+	return stored, empty, nil
+}
+
+// RetiredVersions are the versions of stored (a live CRD's
+// status.storedVersions) that desired does not serve.
+func RetiredVersions(stored []string, desired *apiextensionsv1.CustomResourceDefinition) []string {
+	served := map[string]bool{}
+	for _, v := range desired.Spec.Versions {
+		served[v.Name] = v.Served
+	}
+	var out []string
+	for _, s := range stored {
+		if !served[s] {
+			out = append(out, s)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// CountObjects is how many objects of a CRD exist (any version: the API
+// server does not say which one each is stored in), by a list of at most one
+// item; 0 for a CRD that serves nothing.
+func CountObjects(ctx context.Context, r client.Reader, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
+	version := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			version = v.Name
+			break
+		}
+	}
+	if version == "" {
+		return 0, nil
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
+	switch err := r.List(ctx, list, client.Limit(1)); {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("counting the objects of CRD %s: %w", crd.Name, err)
+	}
+	n := len(list.Items)
+	if rest := list.GetRemainingItemCount(); rest != nil {
+		n += int(*rest)
+	}
+	return n, nil
 }
 
 // StoredVersions fails when a target CRD stops serving a version its live
-// CRD lists in status.storedVersions: objects stored so could not be read.
-func StoredVersions(stored map[string][]string, desired []*apiextensionsv1.CustomResourceDefinition) v1.PreflightCheck {
+// CRD lists in status.storedVersions while objects of it exist: they could
+// not be read. A CRD with no objects (empty, by name) passes: the operator
+// retires such a version before it writes the CRD (nothing is stored in it).
+func StoredVersions(stored map[string][]string, desired []*apiextensionsv1.CustomResourceDefinition, empty map[string]bool) v1.PreflightCheck {
 	c := v1.PreflightCheck{Name: CheckStoredVersions, State: Passed, Message: "every stored version stays served"}
-	var lost []string
+	var lost, retired []string
 	for _, crd := range desired {
 		served := map[string]bool{}
 		for _, v := range crd.Spec.Versions {
 			served[v.Name] = v.Served
 		}
 		for _, s := range stored[crd.Name] {
-			if !served[s] {
+			switch {
+			case served[s]:
+			case empty[crd.Name]:
+				retired = append(retired, crd.Name+" "+s)
+			default:
 				lost = append(lost, crd.Name+" "+s)
 			}
 		}
 	}
-	if len(lost) > 0 {
-		sort.Strings(lost)
-		c.State, c.Message = Failed, "stored versions the target no longer serves: "+strings.Join(lost, ", ")
+	sort.Strings(lost)
+	sort.Strings(retired)
+	switch {
+	case len(lost) > 0:
+		c.State, c.Message = Failed, "stored versions the target no longer serves, with objects stored: "+strings.Join(lost, ", ")
+	case len(retired) > 0:
+		c.Message = "stored versions the target no longer serves, retired (no objects stored): " + strings.Join(retired, ", ")
 	}
 	return c
 }
@@ -192,7 +259,7 @@ func unknownSkips(kv *v1.KubeVirt) string {
 	var unknown []string
 	for _, s := range strings.Split(kv.Annotations[SkipAnnotation], ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "", "all", CheckKubernetes, CheckImages, CheckStoredVersions, CheckDeprecated:
+		case "", "all", CheckKubernetes, CheckImages, CheckStoredVersions, CheckDeprecated, CheckRemovedCRDs:
 		default:
 			unknown = append(unknown, strconv.Quote(s))
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,19 +53,31 @@ func TestStoredVersions(t *testing.T) {
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	live := crd("things.kubevirt.io")
+	live := crd("things.kubevirt.io", "v1alpha3", "v1")
+	live.Spec.Group, live.Spec.Names = "kubevirt.io", apiextensionsv1.CustomResourceDefinitionNames{Kind: "Thing", ListKind: "ThingList"}
 	live.Status.StoredVersions = []string{"v1alpha3", "v1"}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(live).Build()
+	thing := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}}
+	thing.SetGroupVersionKind(schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1alpha3", Kind: "Thing"})
 	target := []*apiextensionsv1.CustomResourceDefinition{crd("things.kubevirt.io", "v1"), crd("new.kubevirt.io", "v1")}
-	stored, err := ReadStoredVersions(context.Background(), c, target)
-	if err != nil || len(stored) != 1 {
-		t.Fatalf("stored %v, %v: want the live CRD's only", stored, err)
+
+	withObjects := fake.NewClientBuilder().WithScheme(scheme).WithObjects(live, thing).Build()
+	stored, empty, err := ReadStoredVersions(context.Background(), withObjects, target)
+	if err != nil || len(stored) != 1 || empty["things.kubevirt.io"] {
+		t.Fatalf("stored %v, empty %v, %v: want the live CRD's only, not empty", stored, empty, err)
 	}
-	if got := StoredVersions(stored, target); got.State != Failed || !strings.Contains(got.Message, "things.kubevirt.io v1alpha3") {
-		t.Fatalf("a dropped stored version: %+v", got)
+	if got := StoredVersions(stored, target, empty); got.State != Failed || !strings.Contains(got.Message, "things.kubevirt.io v1alpha3") {
+		t.Fatalf("a dropped stored version with objects: %+v", got)
+	}
+	noObjects := fake.NewClientBuilder().WithScheme(scheme).WithObjects(live.DeepCopy()).Build()
+	stored, empty, err = ReadStoredVersions(context.Background(), noObjects, target)
+	if err != nil || !empty["things.kubevirt.io"] {
+		t.Fatalf("empty %v, %v", empty, err)
+	}
+	if got := StoredVersions(stored, target, empty); got.State != Passed || !strings.Contains(got.Message, "retired (no objects stored): things.kubevirt.io v1alpha3") {
+		t.Fatalf("a dropped stored version without objects: %+v", got)
 	}
 	target[0] = crd("things.kubevirt.io", "v1alpha3", "v1")
-	if got := StoredVersions(stored, target); got.State != Passed {
+	if got := StoredVersions(stored, target, nil); got.State != Passed || got.Message != "every stored version stays served" {
 		t.Fatalf("both served: %+v", got)
 	}
 }

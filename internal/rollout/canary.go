@@ -27,7 +27,7 @@ func (pl *planner) canary() Phase {
 		return PhaseCanary
 	}
 	ds := pl.obs.DaemonSet
-	canDelete := v.observed && metadata.DaemonSetIsUpToDate(ds, target) &&
+	canDelete := v.observed && metadata.IsUpToDate(&ds.Spec.Template, target) &&
 		ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType && !pl.obs.Paused
 	st.CanaryPods = nil
 	var waiting []string

@@ -201,7 +201,7 @@ func (pl *planner) started() Phase {
 	pl.d.UpdateStrategy = OnDelete()
 	ds := pl.obs.DaemonSet
 	pl.st.Message = "rolling out " + pl.obs.Target.Version + ": waiting for the DaemonSet to take the new template"
-	if metadata.DaemonSetIsUpToDate(ds, pl.obs.Target) && pl.v.observed &&
+	if metadata.IsUpToDate(&ds.Spec.Template, pl.obs.Target) && pl.v.observed &&
 		ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
 		return PhaseCanary
 	}

@@ -43,7 +43,10 @@ type Observation struct {
 	DaemonSet *appsv1.DaemonSet
 	// Pods are the DaemonSet's pods (owned by it), terminating ones included.
 	Pods []corev1.Pod
-	// Target is the version, registry and ID being installed.
+	// Target is what the DaemonSet's desired pod template is stamped with
+	// (metadata.TemplateTarget): its pods are current when they carry it. It
+	// is the deployment's version, registry and ID when the template changes,
+	// the running template's when only other inputs changed (nothing restarts).
 	Target metadata.Target
 	// Previous is the stored state; nil when none is stored.
 	Previous *State

@@ -16,6 +16,8 @@ type layout struct {
 	TokenFile, Kubeconfig, StagesFile string
 	AuditPolicy, AuditLog             string // AuditLog empty: no auditing
 	AuditUsers                        []string
+	// Webhooks: the API server calls admission webhooks (see Options.Webhooks).
+	Webhooks bool
 }
 
 func newLayout(dir string, ports []int, auditLog string) layout {
@@ -74,8 +76,8 @@ func apiserverArgs(l layout) []string {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
 		// See doc.go: no not-ready taint on new nodes, and no calls to webhooks
-		// whose backends (virt-api) never run on kwok nodes.
-		"--disable-admission-plugins=TaintNodesByCondition,ValidatingAdmissionWebhook,MutatingAdmissionWebhook",
+		// whose backends (virt-api) never run on kwok nodes, unless asked.
+		"--disable-admission-plugins=" + disabledAdmission(l.Webhooks),
 		// The apiserver's own Endpoints for the kubernetes Service would point at
 		// 127.0.0.1, which EndpointSlice validation refuses; nothing here needs them.
 		"--endpoint-reconciler-type=none",
@@ -98,6 +100,14 @@ func apiserverArgs(l layout) []string {
 		)
 	}
 	return args
+}
+
+// disabledAdmission are the admission plugins the API server runs without.
+func disabledAdmission(webhooks bool) string {
+	if webhooks {
+		return "TaintNodesByCondition"
+	}
+	return "TaintNodesByCondition,ValidatingAdmissionWebhook,MutatingAdmissionWebhook"
 }
 
 func controllerManagerArgs(l layout) []string {

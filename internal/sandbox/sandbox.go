@@ -22,6 +22,11 @@ type Options struct {
 	BinDir   string // cluster binaries; default DefaultBinDir()
 	CRDDir   string // optional: every *.yaml there is created (CRDs) and waited for Established
 	AuditLog string // optional: kube-apiserver's audit log (Metadata level)
+	// Webhooks makes the API server call admission webhooks, which the sandbox
+	// otherwise never does (virt-api's backends do not run on kwok nodes, so its
+	// webhooks, failurePolicy Fail, would refuse every VM write): for a test of
+	// what admission refuses, on a cluster that does not need virt-api's.
+	Webhooks bool
 	// AuditUsers, when set, limits the audit log to these users' requests (at
 	// 10,000 VMIs everyone else's would be most of the API server's work).
 	AuditUsers []string
@@ -156,7 +161,7 @@ func (s *Sandbox) up(ctx context.Context, o Options, binDir string) error {
 		}
 	}
 	l := newLayout(s.Dir, ports, auditLog)
-	l.AuditUsers = o.AuditUsers
+	l.AuditUsers, l.Webhooks = o.AuditUsers, o.Webhooks
 	s.layout = l
 	bins, err := installBinaries(s.Dir, o)
 	if err != nil {

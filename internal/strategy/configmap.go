@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -399,4 +401,11 @@ func IsStrategyConfigMap(cm *corev1.ConfigMap) bool {
 	}
 	_, ok := cm.Labels[metadata.InstallStrategyLabel]
 	return ok
+}
+
+// Digest is the SHA-256 (hex) of a strategy ConfigMap's payload: what the
+// operator records of a ConfigMap it accepted, so an edit of it is seen.
+func Digest(cm *corev1.ConfigMap) string {
+	sum := sha256.Sum256([]byte(cm.Data[ManifestsKey]))
+	return hex.EncodeToString(sum[:])
 }

@@ -87,13 +87,14 @@ const componentRecheck = 2 * time.Second
 // webhook), or they crash, or cannot start. Kubernetes keeps the old pods
 // serving (maxUnavailable), but the step never rolls over, and without this the
 // operator would wait in silence. nil when nothing stops the step.
-func (r *Reconciler) failingDeployment(ctx context.Context, step apply.Step, live map[apply.ObjectRef]client.Object, target metadata.Target) (*problem, error) {
+func (r *Reconciler) failingDeployment(ctx context.Context, step apply.Step, live map[apply.ObjectRef]client.Object) (*problem, error) {
 	deployments, _ := step.Workloads()
 	var nodeReady map[string]bool
 	for _, dep := range deployments {
 		if dep.Spec.Selector == nil {
 			continue
 		}
+		target := metadata.TemplateTarget(&dep.Spec.Template)
 		if msg := replicaFailure(live[apply.RefOf(dep)]); msg != "" {
 			return &problem{Reason: ReasonComponentPodsNotCreated, Warning: ReasonComponentPodsNotCreated,
 				Message: fmt.Sprintf("deployment %s cannot create its pods: %s; the rollout holds until they can be created", dep.Name, msg)}, nil

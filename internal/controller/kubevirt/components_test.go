@@ -145,10 +145,11 @@ func TestFailingDeploymentWarnsOnce(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&crashing, &old).Build()
 	r := &Reconciler{Client: c}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api"},
-		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io": "virt-api"}}}}
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io": "virt-api"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: handlerMarks(componentTarget)}}}}
 	step := apply.Step{Name: apply.StepVirtAPI, Objects: []client.Object{dep}}
 
-	p, err := r.failingDeployment(context.Background(), step, nil, componentTarget)
+	p, err := r.failingDeployment(context.Background(), step, nil)
 	if err != nil || p == nil || p.Reason != ReasonComponentCrashLooping || p.Warning != rollout.ReasonFailedUpdate {
 		t.Fatalf("problem %+v, %v", p, err)
 	}
@@ -187,7 +188,7 @@ func TestFailingDeploymentNamesARefusedPodCreate(t *testing.T) {
 	const refusal = `pods "virt-api-5d9f-" is forbidden: no PriorityClass with name kubevirt-cluster-critical was found`
 	live.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: refusal}}
 	step := apply.Step{Name: apply.StepVirtAPI, Objects: []client.Object{dep}}
-	p, err := r.failingDeployment(context.Background(), step, map[apply.ObjectRef]client.Object{apply.RefOf(dep): live}, componentTarget)
+	p, err := r.failingDeployment(context.Background(), step, map[apply.ObjectRef]client.Object{apply.RefOf(dep): live})
 	if err != nil || p == nil || p.Reason != ReasonComponentPodsNotCreated || !strings.Contains(p.Message, "deployment virt-api cannot create its pods: "+refusal) {
 		t.Fatalf("problem %+v, %v", p, err)
 	}

@@ -67,7 +67,11 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 		}
 		return handlerOutcome{}, r.write(ctx, s, []apply.Action{action})
 	}
-	target := metadata.TargetOf(s.cfg)
+	want := action.Object.(*appsv1.DaemonSet)
+	// Its pods are judged against its own template's stamps: the deployment's
+	// when the template changed, the running ones when only other inputs did
+	// (apply.CarryStamps), and then no pod is replaced.
+	target := metadata.TemplateTarget(&want.Spec.Template)
 	// The list skips the deep copy (nothing below modifies a pod): copying
 	// every virt-handler pod at 200 nodes dominated the reconcile.
 	pods := &corev1.PodList{}
@@ -94,14 +98,15 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 	if err != nil {
 		return handlerOutcome{}, err
 	}
-	want := action.Object.(*appsv1.DaemonSet)
+	templateChanged := liveDS.Annotations[apply.TemplateHashAnnotation] != want.Annotations[apply.TemplateHashAnnotation] ||
+		!metadata.IsUpToDate(&liveDS.Spec.Template, target)
 	obs := rollout.Observation{
 		NodeReady:         nodeReady,
 		DaemonSet:         liveDS,
 		Pods:              pods.Items,
 		Target:            target,
 		Previous:          state,
-		SpecChanged:       retry || liveDS.Annotations[apply.DesiredHashAnnotation] != want.Annotations[apply.DesiredHashAnnotation],
+		SpecChanged:       retry || templateChanged,
 		GenerationUnknown: recordedGeneration(s.generations, liveDS) != liveDS.Generation,
 		Paused:            s.hold != nil,
 		Now:               s.now,
@@ -118,7 +123,8 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 	if s := rollout.CleanupStrategy(d.Phase, tmpl, liveDS, policy); s != nil {
 		d.UpdateStrategy = s
 	}
-	held, err := r.writeHandler(ctx, s, tmpl, liveDS, d, obs.SpecChanged)
+	objectChanged := liveDS.Annotations[apply.DesiredHashAnnotation] != want.Annotations[apply.DesiredHashAnnotation]
+	held, err := r.writeHandler(ctx, s, tmpl, liveDS, d, obs.SpecChanged || objectChanged)
 	if err != nil {
 		return handlerOutcome{}, err
 	}
@@ -233,7 +239,9 @@ type handlerOutcome struct {
 // spread it), or the previous template on a rollback; nothing when all is in
 // place.
 // It reports whether a rollback had no template to go back to and holds.
-func (r *Reconciler) writeHandler(ctx context.Context, s *scope, tmpl rollout.TemplateWrite, liveDS *appsv1.DaemonSet, d rollout.Decision, specChanged bool) (held bool, err error) {
+// changed: the desired DaemonSet differs from the live one (its template, or
+// only its own metadata, which replaces no pod).
+func (r *Reconciler) writeHandler(ctx context.Context, s *scope, tmpl rollout.TemplateWrite, liveDS *appsv1.DaemonSet, d rollout.Decision, changed bool) (held bool, err error) {
 	obj := tmpl.DaemonSet.DeepCopy()
 	obj.Spec.UpdateStrategy = liveDS.Spec.UpdateStrategy
 	if d.UpdateStrategy != nil {
@@ -250,7 +258,7 @@ func (r *Reconciler) writeHandler(ctx context.Context, s *scope, tmpl rollout.Te
 			liveDS.Spec.Template.Annotations[metadata.InstallStrategyIdentifierAnnotation] != previous.Annotations[metadata.InstallStrategyIdentifierAnnotation]
 	}
 	carriedChanged := liveDS.Annotations[rollout.CarriedOverAnnotation] != obj.Annotations[rollout.CarriedOverAnnotation]
-	if !specChanged && !rolledBack && !carriedChanged && rollout.SameStrategy(obj.Spec.UpdateStrategy, liveDS.Spec.UpdateStrategy) {
+	if !changed && !rolledBack && !carriedChanged && rollout.SameStrategy(obj.Spec.UpdateStrategy, liveDS.Spec.UpdateStrategy) {
 		if d.RecordGeneration {
 			s.wrote([]v1.GenerationStatus{handlerGeneration(liveDS)})
 		}

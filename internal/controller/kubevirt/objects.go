@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/virt-operator/virt-operator/internal/apply"
-	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
@@ -55,7 +54,7 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	target := metadata.TargetOf(s.cfg)
+	apply.CarryStamps(desired, live, nil)
 	certificates := certificateRefs(s.certs)
 	steps := apply.Steps(desired, apply.ChoosePath(s.cfg.KubeVirtVersion, s.kv.Status.ObservedKubeVirtVersion))
 	for i, step := range steps {
@@ -75,6 +74,9 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 			maps.Copy(live, others)
 		}
 		writes := withoutRefs(apply.Writes(apply.Plan(step.Objects, live, s.generations)), certificates)
+		if err := r.retireStoredVersions(ctx, s, writes); err != nil {
+			return err
+		}
 		if err := r.write(ctx, s, writes); err != nil {
 			return err
 		}
@@ -84,7 +86,7 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 		if len(writes) > 0 && hasWorkloads(step) {
 			return nil // the new generation is not observed yet
 		}
-		if !step.RolledOver(live, target) {
+		if !step.RolledOver(live) {
 			return r.explainWait(ctx, s, steps[i+1:], live, step)
 		}
 	}
@@ -107,6 +109,7 @@ func (r *Reconciler) keepRunning(ctx context.Context, s *scope) error {
 		if err := r.readLive(ctx, s.target.desired, live); err != nil {
 			return err
 		}
+		apply.CarryStamps(s.target.desired, live, nil)
 	}
 	if s.observed != nil && s.observed.desired != nil {
 		running = keptObjects(apply.Steps(s.observed.desired, apply.Install))
@@ -136,7 +139,7 @@ func (r *Reconciler) keepRunning(ctx context.Context, s *scope) error {
 				s.holdAt(step.Name)
 				return err
 			}
-		case anyRef(step.Objects, waiting) || !step.RolledOver(live, metadata.TargetOf(s.cfg)):
+		case anyRef(step.Objects, waiting) || !step.RolledOver(live):
 			s.holdAt(step.Name)
 			return r.explainWait(ctx, s, steps[i+1:], live, step)
 		}
@@ -183,7 +186,7 @@ func (r *Reconciler) write(ctx context.Context, s *scope, actions []apply.Action
 // step that cannot get its pods on the target running, and still judges a
 // virt-handler canary under way in a later step.
 func (r *Reconciler) explainWait(ctx context.Context, s *scope, later []apply.Step, live map[apply.ObjectRef]client.Object, step apply.Step) error {
-	failing, err := r.failingDeployment(ctx, step, live, metadata.TargetOf(s.cfg))
+	failing, err := r.failingDeployment(ctx, step, live)
 	if err != nil {
 		return err
 	}

@@ -130,11 +130,11 @@ func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *
 	if reader == nil {
 		reader = r.Client
 	}
-	stored, err := preflight.ReadStoredVersions(ctx, reader, s.CRDs)
+	stored, empty, err := preflight.ReadStoredVersions(ctx, reader, s.CRDs)
 	if err != nil {
 		return nil, err
 	}
-	checks = append(checks, preflight.StoredVersions(stored, s.CRDs))
+	checks = append(checks, preflight.StoredVersions(stored, s.CRDs, empty))
 	managed, held, err := workloads.InRemovedCRDs(ctx, r.Client, r.APIReaderOrClient(), r.Client.RESTMapper(), s.CRDs)
 	if err != nil {
 		return nil, err

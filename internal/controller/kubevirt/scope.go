@@ -39,6 +39,11 @@ type scope struct {
 	// target is the target deployment, while its strategy is loaded; observed
 	// the deployment that last rolled out everywhere, when it differs.
 	target, observed *deployment
+	// accepted are the strategy ConfigMaps of target and observed, as
+	// status.installStrategies records them; strategiesRead says the strategy
+	// phase ran (else the previous record stands).
+	accepted       []v1.InstallStrategyRef
+	strategiesRead bool
 
 	// certs are the certificates the certificate phase filled and wrote; nil
 	// when there was no strategy to take them from.

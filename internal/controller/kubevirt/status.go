@@ -45,6 +45,9 @@ func setNormal(next *v1.KubeVirtStatus, s *scope, operatorVersion string, now me
 	if s.handler != nil {
 		next.HandlerRollout = s.handler
 	}
+	if s.strategiesRead {
+		next.InstallStrategies = s.accepted
+	}
 	if pf := s.preflight; pf != nil {
 		next.Preflight = pf.status
 		next.Conditions = setCondition(next.Conditions, upgradeable(pf), now)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
@@ -27,7 +28,7 @@ func (r *Reconciler) observeStrategies(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	s.strategies = cms
+	s.strategies, s.strategiesRead = cms, true
 	if s.cfg != nil {
 		if err := r.loadTargetStrategy(ctx, s, jobs); err != nil {
 			return err
@@ -55,7 +56,14 @@ func (r *Reconciler) loadTargetStrategy(ctx context.Context, s *scope, jobs []ba
 	if err != nil {
 		return fmt.Errorf("detecting the monitoring namespace: %w", err)
 	}
-	plan := PlanStrategy(StrategyInputs{ID: cfg.ID, ConfigMaps: s.strategies, Jobs: jobs, LiveMonitoringNS: monitoringNS, Now: s.now})
+	trusted, refs, refused, err := r.trustedStrategies(s, cfg.ID, cfg, jobs)
+	if err != nil {
+		return err
+	}
+	if err := r.refuse(ctx, s, refused); err != nil {
+		return err
+	}
+	plan := PlanStrategy(StrategyInputs{ID: cfg.ID, ConfigMaps: trusted, Jobs: jobs, LiveMonitoringNS: monitoringNS, Now: s.now})
 	s.strategyPlan = plan
 	s.requeueAfter(plan.RequeueAfter)
 	if plan.Failure != nil {
@@ -97,6 +105,7 @@ func (r *Reconciler) loadTargetStrategy(ctx context.Context, s *scope, jobs []ba
 	if err != nil {
 		return err
 	}
+	s.accepted = append(s.accepted, acceptedRef(refs, plan.Use))
 	s.target = &deployment{cfg: cfg, strategy: decoded}
 	if s.target.prepared, err = apply.Prepare(decoded, cfg); err != nil {
 		var patchErr *apply.PatchError
@@ -151,13 +160,16 @@ func (r *Reconciler) loadObservedStrategy(ctx context.Context, s *scope) {
 	if prev.ObservedDeploymentID == "" || (s.cfg != nil && prev.ObservedDeploymentID == s.cfg.ID) {
 		return
 	}
-	cm := strategy.FindForID(s.strategies, prev.ObservedDeploymentID)
-	if cm == nil {
-		return
-	}
 	cfg, err := deployid.Parse(prev.ObservedDeploymentConfig)
 	if err != nil {
 		log.FromContext(ctx).Info("the observed deployment config cannot be read", "error", err.Error())
+		return
+	}
+	// Only an accepted one: a ConfigMap the operator cannot vouch for is not
+	// applied, but neither deleted (it was applied once; it goes at rollover).
+	trusted, refs, _, err := r.trustedStrategies(s, prev.ObservedDeploymentID, cfg, nil)
+	cm := strategy.FindForID(trusted, prev.ObservedDeploymentID)
+	if err != nil || cm == nil {
 		return
 	}
 	decoded, err := r.decode(cm)
@@ -170,7 +182,18 @@ func (r *Reconciler) loadObservedStrategy(ctx context.Context, s *scope) {
 		log.FromContext(ctx).Info("the observed deployment's strategy cannot be prepared", "error", err.Error())
 		return
 	}
+	s.accepted = append(s.accepted, acceptedRef(refs, cm))
 	s.observed = &deployment{cfg: cfg, strategy: decoded, prepared: prepared}
+}
+
+// acceptedRef is the acceptance of cm among refs.
+func acceptedRef(refs []v1.InstallStrategyRef, cm *corev1.ConfigMap) v1.InstallStrategyRef {
+	for _, ref := range refs {
+		if ref.UID == string(cm.UID) {
+			return ref
+		}
+	}
+	return v1.InstallStrategyRef{}
 }
 
 // recordMonitorNamespaces annotates each ConfigMap of id that a release's own
@@ -227,12 +250,12 @@ type decodedStrategies struct {
 }
 
 type decodedEntry struct {
-	key string // ConfigMap UID and resourceVersion
+	key string // ConfigMap name, UID and resourceVersion
 	s   *strategy.Strategy
 }
 
 func (r *Reconciler) decode(cm *corev1.ConfigMap) (*strategy.Strategy, error) {
-	key := string(cm.UID) + "/" + cm.ResourceVersion
+	key := cm.Name + "/" + string(cm.UID) + "/" + cm.ResourceVersion
 	c := &r.decoded
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,0 +1,64 @@
+package kubevirt
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+)
+
+// A rollback whose CRD no longer serves a version the cluster stored: with no
+// objects, the version is retired (the storage version moved first, then
+// status.storedVersions trimmed); with objects, the update is refused naming
+// the CRD.
+func TestRetireStoredVersions(t *testing.T) {
+	version := func(name string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: true, Storage: storage,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}
+	}
+	crd := func(versions ...apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineexports.export.kubevirt.io",
+			Labels: map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "export.kubevirt.io", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "VirtualMachineExport", ListKind: "VirtualMachineExportList", Plural: "virtualmachineexports"}, Versions: versions}}
+	}
+	live := crd(version("v1beta1", false), version("v1", true))
+	live.Status.StoredVersions = []string{"v1"}
+	desired := crd(version("v1alpha1", false), version("v1beta1", true))
+	run := func(objs ...client.Object) (*apiextensionsv1.CustomResourceDefinition, *scope, error) {
+		c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(append([]client.Object{live.DeepCopy()}, objs...)...).
+			WithStatusSubresource(&apiextensionsv1.CustomResourceDefinition{}).Build()
+		r := &Reconciler{Client: c, APIReader: c}
+		s := &scope{kv: &v1.KubeVirt{}}
+		writes := apply.Plan([]client.Object{desired}, map[apply.ObjectRef]client.Object{apply.RefOf(live): live.DeepCopy()}, nil)
+		err := r.retireStoredVersions(context.Background(), s, writes)
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if getErr := c.Get(context.Background(), client.ObjectKeyFromObject(live), got); getErr != nil {
+			t.Fatal(getErr)
+		}
+		return got, s, err
+	}
+	got, s, err := run()
+	if err != nil || slices.Contains(got.Status.StoredVersions, "v1") || len(s.events) != 1 {
+		t.Fatalf("no objects: %v, stored versions %v, events %+v: want v1 retired", err, got.Status.StoredVersions, s.events)
+	}
+	if v := got.Spec.Versions[len(got.Spec.Versions)-1]; v.Name != "v1" || v.Served || v.Storage {
+		t.Fatalf("the bridge left versions %+v: want v1 listed, neither served nor storage", got.Spec.Versions)
+	}
+	export := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}}
+	export.SetGroupVersionKind(schema.GroupVersionKind{Group: "export.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineExport"})
+	got, _, err = run(export)
+	if err == nil || !strings.Contains(err.Error(), "virtualmachineexports.export.kubevirt.io has objects") || !slices.Contains(got.Status.StoredVersions, "v1") {
+		t.Fatalf("with an object: %v, stored versions %v: want refused, nothing changed", err, got.Status.StoredVersions)
+	}
+}
