@@ -129,6 +129,12 @@ type HandlerRolloutPolicy struct {
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:Pattern=`^([0-9]+|([0-9]|[1-9][0-9]|100)%)$`
 	MaxCrashing *intstr.IntOrString `json:"maxCrashing,omitempty"`
+	// MaxMigrationWait is how long the rollout leaves a node's virt-handler pod
+	// in place while a live migration from or to that node is unfinished,
+	// counted from the migration's start (default 10m), a Go duration. Past it
+	// the pod is replaced all the same, with a Warning Event naming the
+	// migration. 0 waits for no migration.
+	MaxMigrationWait *Duration `json:"maxMigrationWait,omitempty"`
 }
 
 // WorkloadUpdateMethod is one way to move a VMI onto new components.
@@ -524,6 +530,26 @@ type HandlerRolloutStatus struct {
 	// TargetID is the deployment ID this rollout goes to; a Failed rollout
 	// holds for it until the target changes.
 	TargetID string `json:"targetID,omitempty"`
+	// MigrationWaits are nodes whose virt-handler pod the rollout leaves in
+	// place while a live migration from or to them is unfinished (at most
+	// spec.handlerRollout.maxMigrationWait from its start): the first 5 by
+	// node name. NodesWaitingForMigrations counts them all.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	MigrationWaits []HandlerMigrationWait `json:"migrationWaits,omitempty"`
+	// NodesWaitingForMigrations is how many nodes wait for a migration.
+	NodesWaitingForMigrations int32 `json:"nodesWaitingForMigrations,omitempty"`
+}
+
+// HandlerMigrationWait is one node whose virt-handler pod waits for a migration.
+type HandlerMigrationWait struct {
+	// Node waits.
+	Node string `json:"node"`
+	// Migration is the VirtualMachineInstanceMigration it waits for, as
+	// namespace/name (of several, the one that lasts longest).
+	Migration string `json:"migration"`
+	// Until is when the wait ends even if the migration has not finished.
+	Until metav1.Time `json:"until"`
 }
 
 // KubeVirtConditionType names a condition on the KubeVirt CR.

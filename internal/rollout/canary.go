@@ -32,16 +32,23 @@ func (pl *planner) canary() Phase {
 	st.CanaryPods = nil
 	var waiting []string
 	var bakeStart time.Time
-	ready := 0
+	ready, held := 0, 0
 	for _, node := range st.CanaryNodes {
 		pod := v.byNode[node]
 		switch {
 		case pod == nil:
 			waiting = append(waiting, "pod on "+node+" to be created")
 			continue
+		case !metadata.PodIsUpToDate(pod, target) && pl.h.held[node].Node != "":
+			w := pl.waitingFor(node)
+			held++
+			waiting = append(waiting, fmt.Sprintf("migration %s to finish (at most until %s) before old pod %s on %s is replaced",
+				w.Migration, w.Until.UTC().Format(time.RFC3339), pod.Name, node))
+			continue
 		case !metadata.PodIsUpToDate(pod, target):
 			if canDelete && !v.terminatingOn[node] {
 				pl.d.DeletePods = append(pl.d.DeletePods, pod.Name)
+				pl.expiredNote(node)
 			}
 			waiting = append(waiting, "old pod "+pod.Name+" on "+node+" to be replaced")
 			continue
@@ -64,6 +71,7 @@ func (pl *planner) canary() Phase {
 		}
 	}
 	if ready < len(st.CanaryNodes) {
+		pl.onlyMigrations = held > 0 && held == len(st.CanaryNodes)-ready
 		st.BakedSince = time.Time{}
 		st.Message = "canary on " + strings.Join(st.CanaryNodes, ",") + ": waiting for " + strings.Join(waiting, ", ")
 		if pl.obs.Paused {

@@ -21,8 +21,11 @@ type Event struct {
 const (
 	ReasonFailedUpdate = "FailedUpdate" // Warning: a canary or updated pod crashed
 	ReasonRolloutPhase = "HandlerRollout"
-	EventTypeNormal    = "Normal"
-	EventTypeWarning   = "Warning"
+	// ReasonMigrationWaitExpired (Warning): a pod is replaced although a
+	// migration from or to its node has not finished, past maxMigrationWait.
+	ReasonMigrationWaitExpired = "HandlerMigrationWaitExpired"
+	EventTypeNormal            = "Normal"
+	EventTypeWarning           = "Warning"
 )
 
 // Decision is what the controller must do.
@@ -43,6 +46,14 @@ type Decision struct {
 	// LeftOut are the nodes, not Ready or gone, a Done rollout left out: their
 	// pods cannot run the target until the node is back.
 	LeftOut []string
+	// Expired are the nodes among DeletePods' that an unfinished migration
+	// still touches, past Policy.MaxMigrationWait: the controller warns of
+	// each (ReasonMigrationWaitExpired).
+	Expired []NodeWait
+	// CleanupHeld: the rollout has succeeded, but dropping the settings
+	// carried over (every pod replaced once more) waits while migrations hold
+	// nodes (State.Waits): CleanupStrategy gives OnDelete.
+	CleanupHeld bool
 	// Event to emit; set only when the phase changes.
 	Event *Event
 	// Degraded, when set, is the message of a Degraded condition.
@@ -87,12 +98,23 @@ func (pl *planner) finish() Decision {
 		st.PhaseChangeAt = now
 	}
 	st.Paused = pl.obs.Paused && st.Phase.Active()
+	st.Waits, st.WaitingNodes = nil, 0
+	if st.Phase != PhaseFailed {
+		st.Waits, st.WaitingNodes = sortedWaits(pl.waits), len(pl.waits)
+	}
 	if changed || st.ProgressAt.IsZero() || pl.v.updated > pl.prev.Updated || pl.v.updatedReady > pl.prev.Ready ||
-		st.Paused != pl.prev.Paused {
-		st.ProgressAt = now // a pause or a resume is progress: the deadline starts again
+		st.Paused != pl.prev.Paused || !sameWaits(pl.prev, *st) {
+		// A pause or a resume is progress, and so is a node starting or
+		// ending a wait for a migration: the deadline starts again.
+		st.ProgressAt = now
 	}
 	st.Updated, st.Ready = pl.v.updated, pl.v.updatedReady
-	if st.Phase.Active() && !st.Paused {
+	for _, w := range st.Waits { // look again when the first wait ends, migration event or not
+		if left := w.Until.Sub(now); left > 0 && (d.RequeueAfter == 0 || left < d.RequeueAfter) {
+			d.RequeueAfter = left
+		}
+	}
+	if st.Phase.Active() && !st.Paused && !pl.onlyMigrations {
 		in := now.Sub(st.ProgressAt)
 		if in >= pl.p.PhaseDeadline {
 			d.Degraded = fmt.Sprintf("virt-handler rollout stuck in phase %s: no progress for %s: %s",
@@ -123,5 +145,8 @@ func (pl *planner) status(st State) *apiv1.HandlerRolloutStatus {
 		LastProgressAt: timePtr(st.ProgressAt),
 		Paused:         st.Paused,
 		Message:        st.Message,
+
+		MigrationWaits:            migrationWaitStatus(st.Waits),
+		NodesWaitingForMigrations: int32(st.WaitingNodes),
 	}
 }

@@ -25,7 +25,15 @@ func FuzzPlan(f *testing.F) {
 			ds.Generation++
 		}
 		var ps []corev1.Pod
+		var migs []Migration
 		for i, b := range podBytes {
+			if b&0x80 != 0 { // a migration from this pod's node, to the next one's
+				m := mig(fmt.Sprintf("m%d", i), fmt.Sprintf("node-%d", int(b>>5)), "", at(int(b)-200))
+				if i+1 < len(podBytes) {
+					m.TargetNode = fmt.Sprintf("node-%d", int(podBytes[i+1]>>5))
+				}
+				migs = append(migs, m)
+			}
 			tgt := []metadata.Target{oldTgt, newTgt}[b&1]
 			p := pod(fmt.Sprintf("node-%d", int(b>>5)), tgt, at(int(b>>3)), createdAt(at(int(b&7)-4)))
 			p.Name = fmt.Sprintf("p%d", i)
@@ -56,19 +64,24 @@ func FuzzPlan(f *testing.F) {
 		if p.BakeTime < 0 {
 			p.BakeTime = 0
 		}
+		p.MaxMigrationWait = time.Duration(max(secs%600, 0)) * time.Second
 		obs := Observation{DaemonSet: ds, Pods: ps, Target: newTgt, Previous: prev, SpecChanged: specChanged,
-			GenerationUnknown: genUnknown, Now: at(int(secs % 1000))}
+			GenerationUnknown: genUnknown, Migrations: migs, Now: at(int(secs % 1000))}
 		d, err := Plan(obs, p)
 		if err != nil {
 			return
 		}
-		if len(d.DeletePods) > p.CanarySize {
+		if (d.Phase == PhaseStarted || d.Phase == PhaseCanary) && len(d.DeletePods) > p.CanarySize {
 			t.Fatalf("deletes %v with canary size %d", d.DeletePods, p.CanarySize)
 		}
+		held := holdsOf(migs, p.MaxMigrationWait, obs.Now).held
 		for _, name := range d.DeletePods {
 			for _, pod := range ps {
 				if pod.Name == name && (pod.DeletionTimestamp != nil || metadata.PodIsUpToDate(&pod, newTgt)) {
 					t.Fatalf("deletes %s, which is terminating or updated", name)
+				}
+				if _, ok := held[pod.Spec.NodeName]; ok && pod.Name == name {
+					t.Fatalf("deletes %s on %s, which a migration holds", name, pod.Spec.NodeName)
 				}
 			}
 		}

@@ -26,7 +26,12 @@ import (
 // no restart; an updated pod with any restart ends the rollout in Failed with a
 // rollback, and Failed holds for that target; only SpecChanged restarts the
 // canary, so an unknown generation alone resumes where the state says; more
-// updated pods than desired is an error and changes nothing.
+// updated pods than desired is an error and changes nothing; the pod of a node
+// an unfinished migration holds (Observation.Migrations, within
+// MaxMigrationWait of its start) is never deleted, and while such a node's
+// pod is still old the widened rollout is OnDelete (the DaemonSet controller
+// replaces nothing by itself) and the Decision deletes the pods of a fast
+// step's batch elsewhere.
 func Plan(obs Observation, p Policy) (Decision, error) {
 	if err := p.Validate(); err != nil {
 		return Decision{}, err
@@ -38,9 +43,10 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 	if obs.Previous != nil {
 		prev = *obs.Previous
 	}
-	pl := &planner{obs: obs, p: p, v: newView(obs), prev: prev, st: prev}
+	pl := &planner{obs: obs, p: p, v: newView(obs), prev: prev, st: prev,
+		h: holdsOf(obs.Migrations, p.MaxMigrationWait, obs.Now)}
+	pl.v.held, pl.v.expired = pl.h.held, pl.h.expired
 	pl.st.CanaryNodes, pl.st.CanaryPods = slices.Clone(prev.CanaryNodes), slices.Clone(prev.CanaryPods)
-	live := obs.DaemonSet.Spec.UpdateStrategy
 	failedHere := prev.Phase == PhaseFailed && prev.TargetID != "" && prev.TargetID == obs.Target.ID
 
 	switch {
@@ -56,7 +62,9 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 		if same { // a metadata-only change: same canary, and its crashes still count
 			pl.st.StartedAt, pl.st.CanaryNodes = prev.StartedAt, slices.Clone(prev.CanaryNodes)
 		}
-	case !prev.Phase.Active() && prev.Phase != PhaseFailed && IsDefault(live) && !obs.GenerationUnknown:
+	case atRest(obs, prev) && (len(pl.h.held) == 0 || !cleanupPending(obs.DaemonSet, p)):
+		// At rest. A clean-up that migrations hold, or waits to clear from
+		// status, take the re-check below.
 		return pl.idle(), nil
 	case !prev.Phase.Active():
 		// No active state: resume from what the cluster shows. With old pods left the
@@ -96,6 +104,28 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 	return pl.finish(), nil
 }
 
+// atRest: a finished rollout with nothing to re-check (its DaemonSet at the
+// resting strategy, its generation recorded, no wait for a migration in
+// status): Plan changes nothing, unless migrations hold a clean-up.
+func atRest(obs Observation, prev State) bool {
+	return !obs.SpecChanged && !prev.Phase.Active() && prev.Phase != PhaseFailed &&
+		IsDefault(obs.DaemonSet.Spec.UpdateStrategy) && !obs.GenerationUnknown && prev.WaitingNodes == 0
+}
+
+// NeedsMigrations reports whether Plan would read obs.Migrations: the
+// controller lists them (from its cache) only then, so a rollout at rest
+// costs no list of every migration in the cluster.
+func NeedsMigrations(obs Observation, p Policy) bool {
+	if obs.DaemonSet == nil {
+		return false
+	}
+	var prev State
+	if obs.Previous != nil {
+		prev = *obs.Previous
+	}
+	return !atRest(obs, prev) || cleanupPending(obs.DaemonSet, p)
+}
+
 type planner struct {
 	obs       Observation
 	p         Policy
@@ -104,6 +134,12 @@ type planner struct {
 	d         Decision
 	restarted bool // SpecChanged began a new rollout
 	recheck   bool // re-checking a Successful rollout (unknown generation)
+	// h are the nodes unfinished migrations touch; waits those whose pod this
+	// step leaves in place for one. onlyMigrations: nothing but such waits
+	// keeps the phase from moving on (the deadline does not run, as while paused).
+	h              holds
+	waits          []NodeWait
+	onlyMigrations bool
 	// tolerated are crashed updated pods within Policy.AllowedCrashes (after the widening).
 	tolerated []*corev1.Pod
 }
@@ -125,16 +161,19 @@ func (pl *planner) infer() Phase {
 	return PhaseCanary
 }
 
-// step runs the current phase once and returns the phase it leads to.
+// step runs the current phase once and returns the phase it leads to. What a
+// phase deletes and waits for is the last step's alone.
 func (pl *planner) step() Phase {
+	pl.waits, pl.onlyMigrations = nil, false
+	pl.d.DeletePods, pl.d.Expired, pl.d.CleanupHeld = nil, nil, false
 	switch pl.st.Phase {
 	case PhaseStarted:
 		return pl.started()
 	case PhaseCanary:
 		return pl.canary()
 	case PhaseIncreasing:
-		pl.d.UpdateStrategy = RollingUpdate(pl.p.FastStep)
-		pl.st.Message = "widening to " + StrategyString(*pl.d.UpdateStrategy)
+		pl.d.UpdateStrategy = pl.fastStrategy()
+		pl.st.Message = "widening to " + StrategyString(*RollingUpdate(pl.p.FastStep)) + pl.batchSummary()
 		if pl.v.allDone() {
 			return PhaseSuccessful
 		}
@@ -146,12 +185,12 @@ func (pl *planner) step() Phase {
 		}
 		return PhaseIncreasing
 	case PhaseWaiting:
-		pl.d.UpdateStrategy = RollingUpdate(pl.p.FastStep)
+		pl.d.UpdateStrategy = pl.fastStrategy()
 		pl.st.Message = fmt.Sprintf("%d of %d pods updated and ready", pl.v.updatedReady, pl.v.desired)
 		if len(pl.v.leftOut) > 0 {
 			pl.st.Message += "; " + pl.v.leftOutSummary()
 		}
-		pl.st.Message += pl.toleratedSummary()
+		pl.st.Message += pl.batchSummary() + pl.toleratedSummary()
 		if pl.v.allDone() {
 			return PhaseSuccessful
 		}
@@ -171,15 +210,40 @@ func (pl *planner) step() Phase {
 		}
 		pl.st.Message += pl.toleratedSummary()
 		pl.st.BakedSince = time.Time{}
+		if pl.holdCleanup(); pl.d.CleanupHeld {
+			pl.st.Message += "; dropping the settings carried over from the previous template (every pod replaced once more) waits: " +
+				waitSummary(sortedWaits(pl.waits), len(pl.waits))
+		}
 	}
 	return pl.st.Phase
+}
+
+// batchSummary says how the widened rollout replaces pods while migrations
+// run, and which nodes wait ("" when the DaemonSet controller does it all).
+func (pl *planner) batchSummary() string {
+	if pl.d.UpdateStrategy == nil || pl.d.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+		return ""
+	}
+	out := "; migrations are running: the operator replaces the pods (OnDelete), " +
+		StrategyString(*RollingUpdate(pl.p.FastStep)) + ", skipping their nodes"
+	if pl.v.old == 0 {
+		out = "; migrations are running: the DaemonSet's template waits (OnDelete)"
+	}
+	if len(pl.waits) > 0 {
+		out += "; " + waitSummary(sortedWaits(pl.waits), len(pl.waits))
+	}
+	return out
 }
 
 // holdWidened pauses a widened rollout: OnDelete lets the pods being replaced
 // finish and updates no others.
 func (pl *planner) holdWidened() Phase {
 	pl.d.UpdateStrategy = OnDelete()
+	pl.d.DeletePods, pl.d.Expired = nil, nil
 	pl.st.Message = fmt.Sprintf("paused at %d of %d pods updated and ready", pl.v.updatedReady, pl.v.desired) + pl.toleratedSummary()
+	if len(pl.waits) > 0 {
+		pl.st.Message += "; " + waitSummary(sortedWaits(pl.waits), len(pl.waits))
+	}
 	return pl.st.Phase
 }
 

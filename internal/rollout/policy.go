@@ -54,6 +54,10 @@ type Policy struct {
 	// MaxCrashing is how many updated pods may crash after the canary has baked
 	// (a count, or a percentage of the desired pods that is at least one pod).
 	MaxCrashing intstr.IntOrString
+	// MaxMigrationWait is how long a node's pod is left in place for an
+	// unfinished migration from or to the node, from the migration's start; 0
+	// waits for none.
+	MaxMigrationWait time.Duration
 }
 
 // AllowedCrashes is how many crashed updated pods the rollout tolerates once
@@ -77,15 +81,22 @@ func (p Policy) AllowedCrashes(desired int32) int {
 // Ready reached 40 of 200 nodes there.
 const DefaultBakeTime = 10 * time.Second
 
-// DefaultPolicy is upstream's 1 pod → 10% → 1 with a DefaultBakeTime bake and a
-// 10 minute per-phase deadline.
+// DefaultMaxMigrationWait is 10 minutes: a live migration of a busy guest
+// takes seconds to a few minutes; one that has run for 10 is more likely stuck
+// than about to finish, and holding a node's upgrade for it longer would let
+// one stuck migration hold the rollout indefinitely.
+const DefaultMaxMigrationWait = 10 * time.Minute
+
+// DefaultPolicy is upstream's 1 pod → 10% → 1 with a DefaultBakeTime bake, a
+// 10 minute per-phase deadline, and DefaultMaxMigrationWait.
 func DefaultPolicy() Policy {
 	return Policy{
-		CanarySize:    1,
-		FastStep:      intstr.FromString("10%"),
-		BakeTime:      DefaultBakeTime,
-		PhaseDeadline: 10 * time.Minute,
-		MaxCrashing:   intstr.FromString("10%"),
+		CanarySize:       1,
+		FastStep:         intstr.FromString("10%"),
+		BakeTime:         DefaultBakeTime,
+		PhaseDeadline:    10 * time.Minute,
+		MaxCrashing:      intstr.FromString("10%"),
+		MaxMigrationWait: DefaultMaxMigrationWait,
 	}
 }
 
@@ -114,6 +125,9 @@ func (p Policy) Validate() error {
 	}
 	if p.BakeTime < 0 {
 		return fmt.Errorf("bakeTime: must not be negative, got %s", p.BakeTime)
+	}
+	if p.MaxMigrationWait < 0 {
+		return fmt.Errorf("maxMigrationWait: must not be negative, got %s", p.MaxMigrationWait)
 	}
 	if p.PhaseDeadline <= 0 {
 		return fmt.Errorf("progressDeadline: must be positive, got %s", p.PhaseDeadline)
@@ -209,6 +223,12 @@ func PolicyFrom(spec *apiv1.HandlerRolloutPolicy) (Policy, error) {
 		}
 		if err := spec.ProgressDeadline.Check("progressDeadline"); err != nil {
 			return p, fmt.Errorf("spec.handlerRollout: %w", err)
+		}
+		if err := spec.MaxMigrationWait.Check("maxMigrationWait"); err != nil {
+			return p, fmt.Errorf("spec.handlerRollout: %w", err)
+		}
+		if spec.MaxMigrationWait != nil {
+			p.MaxMigrationWait = spec.MaxMigrationWait.Duration
 		}
 		if spec.BakeTime != nil {
 			p.BakeTime = spec.BakeTime.Duration

@@ -30,5 +30,21 @@ func HoldProgress(prev, next *apiv1.HandlerRolloutStatus, lastWrite, now time.Ti
 // sameButProgress: a and b differ in nothing but counts and message.
 func sameButProgress(a, b apiv1.HandlerRolloutStatus) bool {
 	return a.Phase == b.Phase && a.CanaryPod == b.CanaryPod && a.CanaryNode == b.CanaryNode &&
-		a.TargetID == b.TargetID && a.StartedAt.Equal(b.StartedAt) && a.PhaseChangeAt.Equal(b.PhaseChangeAt)
+		a.TargetID == b.TargetID && a.StartedAt.Equal(b.StartedAt) && a.PhaseChangeAt.Equal(b.PhaseChangeAt) &&
+		sameWaitStatus(a, b)
+}
+
+// sameWaitStatus: a and b list the same nodes waiting for migrations. A node
+// starting or ending a wait is written at once, as a phase change is: it says
+// why a pod is not replaced, and the migration watch reads it.
+func sameWaitStatus(a, b apiv1.HandlerRolloutStatus) bool {
+	if a.NodesWaitingForMigrations != b.NodesWaitingForMigrations || len(a.MigrationWaits) != len(b.MigrationWaits) {
+		return false
+	}
+	for i := range a.MigrationWaits {
+		if a.MigrationWaits[i].Node != b.MigrationWaits[i].Node || a.MigrationWaits[i].Migration != b.MigrationWaits[i].Migration {
+			return false
+		}
+	}
+	return true
 }

@@ -30,6 +30,31 @@ type sim struct {
 	recorded   int64
 	everNew    map[string]bool
 	seq        int
+	// migrations run from their StartedAt to end (zero: never ends);
+	// deletions are every pod deletion, by whoever, in order.
+	migrations []simMigration
+	deletions  []simDeletion
+}
+
+type simMigration struct {
+	Migration
+	end time.Time
+}
+
+type simDeletion struct {
+	node string
+	at   time.Time
+}
+
+// unfinished are the migrations running now, as the controller lists them.
+func (s *sim) unfinished() []Migration {
+	var out []Migration
+	for _, m := range s.migrations {
+		if !s.now.Before(m.StartedAt) && (m.end.IsZero() || s.now.Before(m.end)) {
+			out = append(out, m.Migration)
+		}
+	}
+	return out
 }
 
 func newSim(n int) *sim {
@@ -80,6 +105,7 @@ func (s *sim) deletePod(name string) {
 		if p.Name == name && p.DeletionTimestamp == nil {
 			ts := metav1.NewTime(s.now)
 			p.DeletionTimestamp = &ts
+			s.deletions = append(s.deletions, simDeletion{node: p.Spec.NodeName, at: s.now})
 		}
 	}
 }
@@ -181,7 +207,7 @@ func (s *sim) run(t *testing.T, p Policy, limit int, keep func(Decision) *State,
 	for range limit {
 		specChanged := !metadata.DaemonSetIsUpToDate(s.ds, newTgt)
 		d, err := Plan(Observation{DaemonSet: s.ds.DeepCopy(), Pods: s.podList(), Target: newTgt, Previous: prev,
-			SpecChanged: specChanged, GenerationUnknown: s.ds.Generation != s.recorded, Now: s.now}, p)
+			SpecChanged: specChanged, GenerationUnknown: s.ds.Generation != s.recorded, Migrations: s.unfinished(), Now: s.now}, p)
 		if err != nil {
 			t.Fatalf("%s: %v", s.now.Sub(t0), err)
 		}

@@ -35,6 +35,11 @@ type State struct {
 	// Paused: the last Plan held (Observation.Paused); resuming counts as progress.
 	Paused  bool
 	Message string
+	// Waits are the nodes whose pod the rollout leaves in place for an
+	// unfinished migration, by node name (read back from status, the first
+	// MaxListedWaits); WaitingNodes counts them all. A change is progress.
+	Waits        []NodeWait
+	WaitingNodes int
 }
 
 // Observation is everything Plan looks at.
@@ -62,7 +67,14 @@ type Observation struct {
 	// does not widen, and a widened one updates no further pods (OnDelete);
 	// pods being replaced finish, and the deadline does not run.
 	Paused bool
-	Now    time.Time
+	// Migrations are the unfinished live migrations. A node one of them
+	// leaves from or goes to keeps its virt-handler pod until the migration
+	// finishes, or Policy.MaxMigrationWait after its start: it is never
+	// deleted for the canary (and picked as one only when no other node can
+	// be), and while such a node's pod is still old the widened rollout
+	// replaces pods itself under OnDelete, skipping it.
+	Migrations []Migration
+	Now        time.Time
 }
 
 // StateFromStatus reads the stored state. targetID is the target the stored
@@ -84,6 +96,10 @@ func StateFromStatus(s *apiv1.HandlerRolloutStatus, targetID string) *State {
 	if s.LastProgressAt != nil {
 		st.ProgressAt = s.LastProgressAt.Time
 	}
+	for _, w := range s.MigrationWaits {
+		st.Waits = append(st.Waits, NodeWait{Node: w.Node, Migration: w.Migration, Until: w.Until.Time})
+	}
+	st.WaitingNodes = max(int(s.NodesWaitingForMigrations), len(st.Waits))
 	return st
 }
 
@@ -119,6 +135,8 @@ type view struct {
 	leftOut                            []string
 	oldElsewhere, terminatingElsewhere int32
 	updatedReadyElsewhere              int32
+	// held and expired are the nodes unfinished migrations touch (holds).
+	held, expired map[string]NodeWait
 }
 
 // available: the node exists and is Ready (or nothing is known about nodes).
@@ -235,17 +253,25 @@ func (v view) leftOutSummary() string {
 // pickCanaries chooses up to n nodes besides those already chosen (and never
 // one of them), deterministically: nodes already running
 // the target first (a resumed canary), then old pods that are Ready, then the
-// rest, each in node-name order. A pod not scheduled yet, or on a node that is
+// rest, each in node-name order; nodes an unfinished migration touches come
+// last (past its wait, then held: a held node only when no other can be, and
+// its pod then waits for the migration). A pod not scheduled yet, or on a node that is
 // not Ready or gone, is never a canary (it would hold the rollout forever); a
 // NotReady pod on a Ready node is picked only when too few are Ready (a broken
 // running version must still be upgradable).
 func (v view) pickCanaries(n int, target metadata.Target, chosen ...string) []string {
-	var groups [3][]string // updated, old Ready, old not Ready
+	var groups [5][]string // updated, old Ready, old not Ready, old past a migration's wait, old held
 	for node, pod := range v.byNode {
+		_, held := v.held[node]
+		_, expired := v.expired[node]
 		switch {
 		case node == "" || !v.available(node) || slices.Contains(chosen, node):
 		case metadata.PodIsUpToDate(pod, target):
 			groups[0] = append(groups[0], node)
+		case held:
+			groups[4] = append(groups[4], node)
+		case expired:
+			groups[3] = append(groups[3], node)
 		case metadata.PodIsReady(pod):
 			groups[1] = append(groups[1], node)
 		default:

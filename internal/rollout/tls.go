@@ -168,18 +168,24 @@ func PlanTemplate(live, desired *appsv1.DaemonSet, phase Phase, specChanged bool
 // reaching the nodes: the fast step. Every node already runs the target
 // version, which has proven itself; only the carried settings go, and at
 // maxUnavailable 1 that would replace every pod once more, one node at a time
-// (hours on a large cluster). Nil when no clean-up runs: the decision's
-// strategy holds. live is the DaemonSet as it runs.
-func CleanupStrategy(phase Phase, tmpl TemplateWrite, live *appsv1.DaemonSet, p Policy) *appsv1.DaemonSetUpdateStrategy {
+// (hours on a large cluster). held (Decision.CleanupHeld): migrations hold
+// nodes, and which pods the clean-up has still to replace cannot be told from
+// their stamps, so it waits under OnDelete. Nil when no clean-up runs: the
+// decision's strategy holds. live is the DaemonSet as it runs.
+func CleanupStrategy(phase Phase, tmpl TemplateWrite, live *appsv1.DaemonSet, p Policy, held bool) *appsv1.DaemonSetUpdateStrategy {
 	if phase != PhaseSuccessful || live == nil {
 		return nil
 	}
 	fast := RollingUpdate(p.FastStep)
-	cleaning := SameStrategy(live.Spec.UpdateStrategy, *fast) && templateRolling(live)
-	if tmpl.DropCarried || cleaning {
-		return fast
+	s := live.Spec.UpdateStrategy
+	cleaning := (SameStrategy(s, *fast) || s.Type == appsv1.OnDeleteDaemonSetStrategyType) && templateRolling(live)
+	switch {
+	case !tmpl.DropCarried && !cleaning:
+		return nil
+	case held:
+		return OnDelete()
 	}
-	return nil
+	return fast
 }
 
 // templateRolling: the DaemonSet has not yet put its template on every pod it

@@ -153,7 +153,7 @@ func TestCleanupStrategy(t *testing.T) {
 		{"no live DaemonSet", PhaseSuccessful, TemplateWrite{DropCarried: true}, nil, nil},
 	}
 	for _, tt := range cases {
-		got := CleanupStrategy(tt.phase, tt.tmpl, tt.live, p)
+		got := CleanupStrategy(tt.phase, tt.tmpl, tt.live, p, false)
 		if (got == nil) != (tt.want == nil) || (got != nil && !SameStrategy(*got, *tt.want)) {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}

@@ -120,7 +120,7 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 		return handlerOutcome{}, err
 	}
 	tmpl := rollout.PlanTemplate(liveDS, want, d.Phase, obs.SpecChanged)
-	if s := rollout.CleanupStrategy(d.Phase, tmpl, liveDS, policy); s != nil {
+	if s := rollout.CleanupStrategy(d.Phase, tmpl, liveDS, policy, d.CleanupHeld); s != nil {
 		d.UpdateStrategy = s
 	}
 	objectChanged := liveDS.Annotations[apply.DesiredHashAnnotation] != want.Annotations[apply.DesiredHashAnnotation]
