@@ -72,7 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		r.Clock = clock.RealClock{}
 	}
 	b := ctrl.ControllerManagedBy(mgr).Named("kubevirt").For(&v1.KubeVirt{}, ctrl.WithPredicates(notStatusOnly))
-	return r.watchManaged(b).Complete(r)
+	return r.watchManaged(b).WatchesRawSource(r.migrationEvents(mgr.GetCache())).Complete(r)
 }
 
 // Reconcile brings the KubeVirt CR named by req and the cluster in line. The

@@ -115,6 +115,11 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 	if problem != "" { // not an error to retry: a spec change brings the operator back
 		return handlerOutcome{Reason: ReasonInvalidConfig, Message: problem, Warning: ReasonInvalidConfig}, nil
 	}
+	if rollout.NeedsMigrations(obs, policy) {
+		if obs.Migrations, err = r.handlerMigrations(ctx); err != nil {
+			return handlerOutcome{}, err
+		}
+	}
 	d, err := rollout.Plan(obs, policy)
 	if err != nil {
 		return handlerOutcome{}, err
@@ -137,8 +142,11 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 		pod := &corev1.Pod{}
 		pod.Namespace, pod.Name = liveDS.Namespace, name
 		if err := r.Client.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-			return handlerOutcome{}, fmt.Errorf("deleting virt-handler pod %s for the canary: %w", name, err)
+			return handlerOutcome{}, fmt.Errorf("deleting virt-handler pod %s for the rollout: %w", name, err)
 		}
+	}
+	for _, w := range d.Expired {
+		s.emit(eventWarning, rollout.ReasonMigrationWaitExpired, "HandlerRollout", expiredMessage(w, policy))
 	}
 	heldFor := recordHandlerDecision(ctx, s, d)
 	// Dropping what the rollout carried over replaces every pod once more (at
