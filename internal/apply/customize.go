@@ -1,11 +1,12 @@
 package apply
 
 import (
-	"crypto/sha256"
+	"crypto/sha1" //nolint:gosec // upstream's customizer identifier, not a security hash
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -110,17 +111,26 @@ func Customize(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, 
 	return out, nil
 }
 
-// CustomizerHash identifies a customizeComponents value (nil hashes as empty).
+// CustomizerHash identifies a customizeComponents value as upstream's operator
+// does (its getHash): the hex SHA-1 of the value's JSON, its patches stably
+// sorted by the length of their patch document first (nil hashes as empty:
+// sha1("{}"), bf21a9e8…). So both operators stamp the same
+// kubevirt.io/customizer-identifier on the same customization, and neither
+// sees the other's objects as customized otherwise. The value hashed is the
+// deployment config's, which drops an empty flags block (deployid); upstream
+// hashes `flags: {}` as written.
 func CustomizerHash(cc *v1.CustomizeComponents) (string, error) {
-	if cc == nil {
-		cc = &v1.CustomizeComponents{}
+	c := v1.CustomizeComponents{}
+	if cc != nil {
+		c = *cc.DeepCopy()
 	}
-	raw, err := json.Marshal(cc)
+	sort.SliceStable(c.Patches, func(i, j int) bool { return len(c.Patches[i].Patch) < len(c.Patches[j].Patch) })
+	raw, err := json.Marshal(c)
 	if err != nil {
 		return "", fmt.Errorf("hashing customizeComponents: %w", err)
 	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:20]), nil
+	sum := sha1.Sum(raw)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func checkPatch(p v1.CustomizeComponentsPatch) error {

@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"crypto/sha1" //nolint:gosec // upstream's customizer identifier
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"strings"
@@ -263,6 +265,43 @@ func TestCustomizerIdentifier(t *testing.T) {
 	}
 	if got := id(plain, "ClusterRole", "kubevirt-apiserver"); got != "" {
 		t.Errorf("ClusterRole carries the identifier %q", got)
+	}
+}
+
+// The identifier is upstream's (its apply.getHash): the hex SHA-1 of the
+// customization's JSON, patches stably sorted by the length of their document;
+// none is sha1("{}"). The expected JSON is written out, so a field renamed or
+// reordered in the API type fails here.
+func TestCustomizerHashIsUpstreams(t *testing.T) {
+	sha := func(s string) string {
+		sum := sha1.Sum([]byte(s)) //nolint:gosec
+		return hex.EncodeToString(sum[:])
+	}
+	hash := func(cc *v1.CustomizeComponents) string {
+		t.Helper()
+		h, err := CustomizerHash(cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if got := hash(nil); got != "bf21a9e8fbc5a3846fb05b4fa0859e0917b2202f" || got != sha("{}") || hash(&v1.CustomizeComponents{}) != got {
+		t.Errorf("no customization hashes as %s, want sha1({}) bf21a9e8fbc5a3846fb05b4fa0859e0917b2202f", got)
+	}
+	long := v1.CustomizeComponentsPatch{ResourceName: "virt-api", ResourceType: "Deployment", Patch: `{"metadata":{"labels":{"a":"b"}}}`, Type: v1.StrategicMergePatchType}
+	short := v1.CustomizeComponentsPatch{ResourceName: "*", ResourceType: "Service", Patch: `[]`, Type: v1.JSONPatchType}
+	short2 := v1.CustomizeComponentsPatch{ResourceName: "x", ResourceType: "Secret", Patch: `{}`, Type: v1.MergePatchType}
+	cc := &v1.CustomizeComponents{Patches: []v1.CustomizeComponentsPatch{long, short, short2}, Flags: &v1.Flags{API: map[string]string{"v": "2"}}}
+	want := sha(`{"patches":[` +
+		`{"resourceName":"*","resourceType":"Service","patch":"[]","type":"json"},` +
+		`{"resourceName":"x","resourceType":"Secret","patch":"{}","type":"merge"},` +
+		`{"resourceName":"virt-api","resourceType":"Deployment","patch":"{\"metadata\":{\"labels\":{\"a\":\"b\"}}}","type":"strategic"}` +
+		`],"flags":{"api":{"v":"2"}}}`)
+	if got := hash(cc); got != want {
+		t.Errorf("hash %s, want %s (patches by length, stable)", got, want)
+	}
+	if cc.Patches[0] != long {
+		t.Error("hashing reordered the config's patches")
 	}
 }
 
