@@ -12,6 +12,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
@@ -113,6 +114,9 @@ func TestPodDisruptionBudgets(t *testing.T) {
 	if p.Namespace != ns || p.Spec.MinAvailable.IntValue() != 1 || !reflect.DeepEqual(p.Spec.Selector, d.Spec.Selector) {
 		t.Errorf("spec %+v", p.Spec)
 	}
+	if got := pdbs[1].Spec.MinAvailable.IntValue(); got != 2 {
+		t.Errorf("3 replicas: minAvailable %d, want 2 (upstream's replicas-1: one eviction at a time)", got)
+	}
 	if p.Labels[metadata.AppLabel] != "virt-api-pdb" || !metadata.IsManaged(p) || d.Labels[metadata.AppLabel] != "virt-api" {
 		t.Errorf("labels %v (deployment's %v)", p.Labels, d.Labels)
 	}
@@ -122,6 +126,31 @@ func TestPodDisruptionBudgets(t *testing.T) {
 	p.Spec.Selector.MatchLabels["x"] = "y"
 	if d.Spec.Selector.MatchLabels["x"] != "" {
 		t.Error("the PDB shares the Deployment's selector")
+	}
+}
+
+// A PodDisruptionBudget's labels are upstream's: its own kubevirt.io, the
+// operator's, and the product's; not the Deployment's name or release version.
+func TestPodDisruptionBudgetLabelsAreUpstreams(t *testing.T) {
+	tests := []struct {
+		name string
+		spec func(*v1.KubeVirtSpec)
+		want map[string]string
+	}{
+		{"no product", nil, map[string]string{metadata.AppLabel: "virt-api-pdb", metadata.ManagedByLabel: metadata.ManagedByValue,
+			metadata.AppComponentLabel: metadata.DefaultAppComponent}},
+		{"product", func(s *v1.KubeVirtSpec) { s.ProductName, s.ProductVersion, s.ProductComponent = "acme", "2.0", "virt" },
+			map[string]string{metadata.AppLabel: "virt-api-pdb", metadata.ManagedByLabel: metadata.ManagedByValue,
+				metadata.AppComponentLabel: "virt", metadata.AppPartOfLabel: "acme", metadata.AppVersionLabel: "2.0"}},
+	}
+	for _, tt := range tests {
+		cfg := testConfig(t, tt.spec)
+		d := deployment(VirtAPI, 2)
+		d.Labels[metadata.AppNameLabel], d.Labels[metadata.AppVersionLabel] = VirtAPI, cfg.KubeVirtVersion
+		metadata.Inject(d, cfg)
+		if got := PodDisruptionBudgets([]*appsv1.Deployment{d})[0].Labels; !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: labels %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 
