@@ -15,13 +15,20 @@ const (
 )
 
 // Enabled returns s (shallow) without the objects cfg switches off: the
-// synchronization controller without DecentralizedLiveMigration, the
-// virt-launcher pod mutator without ContainerPathVolumes, and the cluster
-// instancetypes and preferences when commonInstancetypesDeployment is off.
+// synchronization controller without DecentralizedLiveMigration, the export
+// proxy (its Deployment, so its PodDisruptionBudget, and its Route) where the
+// release's operator writes it only with a gate that is off
+// (release.Release.ExportProxyGate: v1.8 without VMExport), the virt-launcher
+// pod mutator without ContainerPathVolumes, and the cluster instancetypes and
+// preferences when commonInstancetypesDeployment is off.
 func Enabled(s *strategy.Strategy, cfg *deployid.Config) *strategy.Strategy {
 	out := *s
-	if !cfg.DecentralizedLiveMigrationEnabled() {
-		out.Deployments = without(s.Deployments, func(name string) bool { return name == VirtSynchronizationController })
+	out.Deployments = without(s.Deployments, func(name string) bool {
+		return (name == VirtSynchronizationController && !cfg.DecentralizedLiveMigrationEnabled()) ||
+			(name == VirtExportProxy && !cfg.ExportProxyEnabled())
+	})
+	if !cfg.ExportProxyEnabled() {
+		out.Routes = without(s.Routes, func(name string) bool { return name == VirtExportProxy })
 	}
 	if !cfg.ContainerPathVolumesEnabled() {
 		out.MutatingWebhookConfigurations = without(s.MutatingWebhookConfigurations, func(name string) bool { return name == VirtLauncherPodMutator })

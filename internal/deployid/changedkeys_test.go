@@ -28,8 +28,10 @@ func TestChangedKeys(t *testing.T) {
 		}), baseEnv(), []string{"additionalProperties.ImagePullPolicy", "customizeComponents.patches"}},
 		{"tag of the same line", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v1.9.1" }), baseEnv(), []string{"kubeVirtVersion"}},
 		{"tag of a release the builtin generator does not know", newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v1.7.4" }), baseEnv(),
-			// its own operator dumps it, and v1.8's gate rules (listed gates only) apply
-			[]string{"additionalProperties.ExternalNetResourceInjection", "additionalProperties.VirtTemplateDeploymentEnabled", "kubeVirtVersion", "virtOperatorImage"}},
+			// its own operator dumps it, and v1.8's gate rules (listed gates only, the
+			// export proxy only with VMExport) apply
+			[]string{"additionalProperties.ExportProxyDisabled", "additionalProperties.ExternalNetResourceInjection",
+				"additionalProperties.VirtTemplateDeploymentEnabled", "kubeVirtVersion", "virtOperatorImage"}},
 		{"infra placement", newKubeVirt(func(kv *v1.KubeVirt) {
 			kv.Spec.Infra = &v1.ComponentConfig{NodePlacement: &v1.NodePlacement{NodeSelector: map[string]string{"a": "b"}}}
 		}), baseEnv(), []string{"infra.nodePlacement"}},

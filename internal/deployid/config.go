@@ -82,6 +82,10 @@ const (
 	// KeyCommonInstancetypesDisabled: configuration.commonInstancetypesDeployment
 	// is off, so the release's cluster instancetypes and preferences are not written.
 	KeyCommonInstancetypesDisabled = "CommonInstancetypesDisabled"
+	// KeyExportProxyDisabled: the release's operator writes virt-exportproxy only
+	// with a gate (release.Release.ExportProxyGate) that is off. Ours: absent
+	// wherever the export proxy runs (v1.9), so those IDs are unchanged by it.
+	KeyExportProxyDisabled = "ExportProxyDisabled"
 )
 
 // flagOn is the value of a feature-gate presence key. Readers test presence only;

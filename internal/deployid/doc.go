@@ -33,7 +33,9 @@
 //	feature gates that add or remove components           spec.configuration.developerConfiguration,
 //	                                                      virtTemplateDeployment, roleAggregationStrategy: the
 //	                                                      §2.5 keys plus DecentralizedLiveMigration (the
-//	                                                      sync-controller) and ContainerPathVolumes (a webhook)
+//	                                                      sync-controller), ContainerPathVolumes (a webhook)
+//	                                                      and VMExport where the release's operator writes
+//	                                                      the export proxy only with it (v1.8)
 //	the migration network                                 spec.configuration.migrations.network
 //
 // # What is out of the ID

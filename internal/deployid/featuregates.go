@@ -27,10 +27,11 @@ const RoleAggregationManual v1.RoleAggregationStrategy = "Manual"
 const defaultHypervisor = "kvm"
 
 // featureGateProperties derives the presence keys of §2.5 (plus the two gates that
-// add or remove components in our operator) by the gate rules of the target
-// release: v1.8 counts only listed gates, v1.9 turns Beta gates on unless they are
-// disabled. Gates that only change component behaviour are read live by the
-// components and stay out of the ID.
+// add or remove components in our operator, and the export proxy's gate where the
+// release's operator has one) by the gate rules of the target release: v1.8 counts
+// only listed gates, v1.9 turns Beta gates on unless they are disabled. Gates that
+// only change component behaviour are read live by the components and stay out of
+// the ID.
 func featureGateProperties(c *v1.KubeVirtConfiguration, rules *release.Release) map[string]string {
 	var enabled, disabled []string
 	if d := c.DeveloperConfiguration; d != nil {
@@ -60,5 +61,8 @@ func featureGateProperties(c *v1.KubeVirtConfiguration, rules *release.Release) 
 	set(KeyContainerPathVolumesEnabled, on(GateContainerPathVolumes))
 	ci := c.CommonInstancetypesDeployment
 	set(KeyCommonInstancetypesDisabled, ci != nil && ci.Enabled != nil && !*ci.Enabled)
+	if gate := rules.ExportProxyGate; gate != "" {
+		set(KeyExportProxyDisabled, !on(gate))
+	}
 	return out
 }

@@ -201,6 +201,35 @@ func TestGettersFromSpec(t *testing.T) {
 	}
 }
 
+// The export proxy follows the release's own operator: v1.8's (and v1.7's, by
+// v1.8's rules) writes it only with VMExport listed, v1.9's always, so no v1.9
+// ID carries the key.
+func TestExportProxyFollowsTheReleasesGate(t *testing.T) {
+	tests := []struct {
+		tag   string
+		gates []string
+		want  bool
+	}{
+		{"v1.9.0", nil, true},
+		{"v1.9.0", []string{"VMExport"}, true},
+		{"v1.8.4", nil, false},
+		{"v1.8.4", []string{"VMExport"}, true},
+		{"v1.7.4", nil, false},
+	}
+	for _, tt := range tests {
+		cfg := mustConfig(t, newKubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.ImageTag = tt.tag
+			kv.Spec.Configuration.DeveloperConfiguration = &v1.DeveloperConfiguration{FeatureGates: tt.gates}
+		}), baseEnv())
+		if got := cfg.ExportProxyEnabled(); got != tt.want {
+			t.Errorf("%s with gates %v: export proxy enabled %v, want %v", tt.tag, tt.gates, got, tt.want)
+		}
+		if _, has := cfg.AdditionalProperties[KeyExportProxyDisabled]; has == tt.want {
+			t.Errorf("%s with gates %v: key %s present %v", tt.tag, tt.gates, KeyExportProxyDisabled, has)
+		}
+	}
+}
+
 func TestWorkloadUpdateAndCertificateSettingsStayOut(t *testing.T) {
 	kv := newKubeVirt(func(kv *v1.KubeVirt) {
 		kv.Spec.WorkloadUpdateStrategy = v1.KubeVirtWorkloadUpdateStrategy{

@@ -136,6 +136,11 @@ func (c *Config) ContainerPathVolumesEnabled() bool { return c.has(KeyContainerP
 // are written (unless configuration.commonInstancetypesDeployment turns them off).
 func (c *Config) CommonInstancetypesEnabled() bool { return !c.has(KeyCommonInstancetypesDisabled) }
 
+// ExportProxyEnabled: virt-exportproxy (its Deployment, PodDisruptionBudget and
+// Route) is written; not when the release's operator writes it only with a
+// feature gate that is off (v1.8 without VMExport listed).
+func (c *Config) ExportProxyEnabled() bool { return !c.has(KeyExportProxyDisabled) }
+
 // PassthroughEnv is PassthroughEnvVars as container env, sorted by name so
 // generated objects are deterministic.
 func (c *Config) PassthroughEnv() []corev1.EnvVar {

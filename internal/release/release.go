@@ -43,6 +43,11 @@ type Release struct {
 	// GateRule and Gates decide the feature gates that change the install.
 	GateRule GateRule
 	Gates    map[string]GateState
+	// ExportProxyGate is the feature gate without which the line's own operator
+	// writes no virt-exportproxy Deployment (nor its PodDisruptionBudget and
+	// Route), though the line's strategy holds them; "" when it writes them
+	// always. Whether the gate is on is GateRule's to say.
+	ExportProxyGate string
 	// ComponentVersions are image versions that do not follow KubeVirt's
 	// (virt-template ships its own releases), by image name.
 	ComponentVersions map[string]string
@@ -87,7 +92,11 @@ var catalogue = []*Release{
 			"Template":                     Alpha,
 			"ContainerPathVolumes":         Alpha,
 			"OptOutRoleAggregation":        Alpha,
+			"VMExport":                     Beta,
 		},
+		// v1.8's operator writes the export proxy only with VMExport listed
+		// (reconcile.go exportProxyEnabled); v1.9's always (VMExport is GA).
+		ExportProxyGate:   "VMExport",
 		ComponentVersions: map[string]string{"virt-template-apiserver": "v0.1.8", "virt-template-controller": "v0.1.8"},
 		major:             1, minor: 8,
 	},

@@ -60,6 +60,20 @@ func TestGateEnabled(t *testing.T) {
 	}
 }
 
+// v1.8's own operator writes virt-exportproxy only with VMExport listed (v1.7's
+// too, whose rules are v1.8's); v1.9's always, the gate being GA there.
+func TestExportProxyGate(t *testing.T) {
+	for version, want := range map[string]string{"v1.9.0": "", "v1.10.0": "", "v1.8.4": "VMExport", "v1.7.4": "VMExport"} {
+		if got := RulesFor(version).ExportProxyGate; got != want {
+			t.Errorf("%s: export proxy gate %q, want %q", version, got, want)
+		}
+	}
+	v18, _ := Lookup("v1.8.4")
+	if v18.GateEnabled(v18.ExportProxyGate, nil, nil) || !v18.GateEnabled(v18.ExportProxyGate, []string{"VMExport"}, nil) {
+		t.Error("v1.8: VMExport is on exactly when listed")
+	}
+}
+
 // Every supported release has its data files, and the catalogue's default is the newest.
 func TestEveryReleaseHasItsData(t *testing.T) {
 	for _, r := range Supported() {
