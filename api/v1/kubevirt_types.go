@@ -210,7 +210,33 @@ type KubeVirtConfiguration struct {
 	// CommonInstancetypesDeployment turns the release's cluster instancetypes and
 	// preferences on (the default) or off.
 	CommonInstancetypesDeployment *CommonInstancetypesDeployment `json:"commonInstancetypesDeployment,omitempty"`
+	// TLSConfiguration is the TLS the components serve. The operator passes it to
+	// virt-template-apiserver and -controller as flags, as upstream's does
+	// (--tls-min-version VersionTLS12 when it is unset); the other components
+	// read it from the CR.
+	TLSConfiguration *TLSConfiguration `json:"tlsConfiguration,omitempty"`
 }
+
+// TLSConfiguration holds the TLS options of the components (upstream's type).
+type TLSConfiguration struct {
+	// MinTLSVersion is the oldest TLS version the components accept.
+	// +kubebuilder:validation:Enum=VersionTLS10;VersionTLS11;VersionTLS12;VersionTLS13
+	MinTLSVersion TLSProtocolVersion `json:"minTLSVersion,omitempty"`
+	// Ciphers are the cipher suites the components accept, by name.
+	// +listType=set
+	Ciphers []string `json:"ciphers,omitempty"`
+}
+
+// TLSProtocolVersion is a TLS version, as Go's crypto/tls names it.
+type TLSProtocolVersion string
+
+// The TLS versions TLSConfiguration accepts.
+const (
+	VersionTLS10 TLSProtocolVersion = "VersionTLS10"
+	VersionTLS11 TLSProtocolVersion = "VersionTLS11"
+	VersionTLS12 TLSProtocolVersion = "VersionTLS12"
+	VersionTLS13 TLSProtocolVersion = "VersionTLS13"
+)
 
 // CommonInstancetypesDeployment turns the common instancetypes and preferences on or off.
 type CommonInstancetypesDeployment struct {

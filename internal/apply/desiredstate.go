@@ -35,7 +35,7 @@ func Prepare(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, er
 	if err != nil {
 		return nil, err
 	}
-	return Enabled(Adjust(customized), cfg), nil
+	return Enabled(Adjust(customized, cfg), cfg), nil
 }
 
 // Complete turns a prepared strategy into the desired state: its certificate

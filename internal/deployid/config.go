@@ -7,8 +7,9 @@ import (
 // Config is the deployment config: the complete input of install-strategy
 // generation and of everything applied on top of the strategy. Its JSON field names
 // match upstream's KubeVirtDeploymentConfig for the fields upstream has; the typed
-// CustomizeComponents, Infra and Workloads fields are ours (upstream's reflection
-// dropped them). Every field is part of the ID except ID itself.
+// CustomizeComponents, Infra, Workloads and TLSConfiguration fields are ours
+// (upstream's reflection dropped the first three; upstream's operator reads the
+// last from the CR when it writes virt-template). Every field is part of the ID except ID itself.
 type Config struct {
 	ID              string `json:"id,omitempty"`
 	Namespace       string `json:"namespace,omitempty"`
@@ -32,6 +33,11 @@ type Config struct {
 	Infra *v1.ComponentConfig `json:"infra,omitempty"`
 	// Workloads places virt-handler.
 	Workloads *v1.ComponentConfig `json:"workloads,omitempty"`
+	// TLSConfiguration is spec.configuration.tlsConfiguration as written: the
+	// operator passes it to virt-template's components as flags (TLS). An empty
+	// one is not an absent one: it passes no flags, an absent one upstream's
+	// default.
+	TLSConfiguration *v1.TLSConfiguration `json:"tlsConfiguration,omitempty"`
 }
 
 // ComponentImages are full image overrides from the operator's environment (and
@@ -103,6 +109,7 @@ func (c *Config) DeepCopy() *Config {
 	out.CustomizeComponents = c.CustomizeComponents.DeepCopy()
 	out.Infra = c.Infra.DeepCopy()
 	out.Workloads = c.Workloads.DeepCopy()
+	out.TLSConfiguration = c.TLSConfiguration.DeepCopy()
 	return &out
 }
 

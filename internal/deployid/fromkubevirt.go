@@ -61,6 +61,7 @@ func FromKubeVirt(kv *v1.KubeVirt, env Env) (*Config, error) {
 	cfg.CustomizeComponents = normalizedCustomize(spec.CustomizeComponents)
 	cfg.Infra = normalizedComponentConfig(spec.Infra)
 	cfg.Workloads = normalizedComponentConfig(spec.Workloads)
+	cfg.TLSConfiguration = spec.Configuration.TLSConfiguration.DeepCopy() // {} is no flags, nil the default: not normalized
 
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package deployid
 
 import (
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -97,6 +98,9 @@ func TestFromKubeVirtRejectsBadInput(t *testing.T) {
 			kv.Spec.RolloutWindows = []v1.MaintenanceWindow{{Start: "01:00", Duration: v1.Duration{Duration: time.Hour}}, {Start: "02:00", Duration: v1.Duration{Invalid: `"9999999999h"`}}}
 		}), baseEnv(), `spec.certificateRotateStrategy.selfSigned.server.renewBefore: "7d" is not a Go duration such as 90s, 1h30m or 4.8h (a number and a unit per part: h, m, s, ms, us or ns)
 spec.rolloutWindows[1].duration: "9999999999h" is not a Go duration`},
+		{"a minimum TLS version that is none (stored under an older CRD)", newKubeVirt(func(kv *v1.KubeVirt) {
+			kv.Spec.Configuration.TLSConfiguration = &v1.TLSConfiguration{MinTLSVersion: "TLS1.2"}
+		}), baseEnv(), `spec.configuration.tlsConfiguration.minTLSVersion: "TLS1.2" is not VersionTLS10`},
 		{"invalid UTF-8 in the environment", newKubeVirt(), withEnv(baseEnv(), "VIRT_API_IMAGE", "api\xff"), "not valid UTF-8"},
 		{"pass-through without a name", newKubeVirt(), withEnv(baseEnv(), "KV_IO_EXTRA_ENV_", "x"), "KV_IO_EXTRA_ENV_ has no name"},
 	}
@@ -227,6 +231,24 @@ func TestExportProxyFollowsTheReleasesGate(t *testing.T) {
 		if _, has := cfg.AdditionalProperties[KeyExportProxyDisabled]; has == tt.want {
 			t.Errorf("%s with gates %v: key %s present %v", tt.tag, tt.gates, KeyExportProxyDisabled, has)
 		}
+	}
+}
+
+// virt-template's TLS flags come from the CR as written, upstream's default
+// (VersionTLS12) without it; an empty configuration is no flags, not the default.
+func TestTLS(t *testing.T) {
+	tls := func(c *v1.TLSConfiguration) v1.TLSConfiguration {
+		return mustConfig(t, newKubeVirt(func(kv *v1.KubeVirt) { kv.Spec.Configuration.TLSConfiguration = c }), baseEnv()).TLS()
+	}
+	if got := tls(nil); !reflect.DeepEqual(got, v1.TLSConfiguration{MinTLSVersion: v1.VersionTLS12}) {
+		t.Errorf("default %+v", got)
+	}
+	if got := tls(&v1.TLSConfiguration{}); !reflect.DeepEqual(got, v1.TLSConfiguration{}) {
+		t.Errorf("empty %+v", got)
+	}
+	set := &v1.TLSConfiguration{MinTLSVersion: v1.VersionTLS13, Ciphers: []string{"b", "a"}}
+	if got := tls(set); !reflect.DeepEqual(got, *set) {
+		t.Errorf("set %+v", got)
 	}
 }
 

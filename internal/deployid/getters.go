@@ -136,6 +136,20 @@ func (c *Config) ContainerPathVolumesEnabled() bool { return c.has(KeyContainerP
 // are written (unless configuration.commonInstancetypesDeployment turns them off).
 func (c *Config) CommonInstancetypesEnabled() bool { return !c.has(KeyCommonInstancetypesDisabled) }
 
+// DefaultMinTLSVersion is the minimum TLS version without a TLS configuration,
+// as upstream.
+const DefaultMinTLSVersion = v1.VersionTLS12
+
+// TLS is the TLS configuration virt-template's components get as flags: the
+// CR's as written, else upstream's default, VersionTLS12 and no cipher list
+// (its kvtls.getTLSConfiguration).
+func (c *Config) TLS() v1.TLSConfiguration {
+	if c.TLSConfiguration != nil {
+		return *c.TLSConfiguration.DeepCopy()
+	}
+	return v1.TLSConfiguration{MinTLSVersion: DefaultMinTLSVersion}
+}
+
 // ExportProxyEnabled: virt-exportproxy (its Deployment, PodDisruptionBudget and
 // Route) is written; not when the release's operator writes it only with a
 // feature gate that is off (v1.8 without VMExport listed).

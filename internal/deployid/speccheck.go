@@ -16,7 +16,8 @@ import (
 // checkSpec refuses the spec values no deployment can be made of, naming each
 // field by its path: an image tag or registry that makes no image reference
 // (or, for the tag, no label value: it is every component's
-// app.kubernetes.io/version), a synchronization port that is not a port, and a
+// app.kubernetes.io/version), a synchronization port that is not a port, a
+// minimum TLS version that is none (virt-template would get it as a flag), and a
 // duration that is not a Go duration (stored under an older CRD: v1.Duration
 // keeps it rather than failing the decoding). The admission webhook refuses
 // the same through FromKubeVirt.
@@ -31,6 +32,13 @@ func checkSpec(spec *v1.KubeVirtSpec) error {
 	if p := spec.SynchronizationPort; p != "" {
 		if port, err := strconv.ParseUint(p, 10, 16); err != nil || port == 0 {
 			errs = append(errs, fmt.Errorf("spec.synchronizationPort: %q is not a port number (1-65535)", p))
+		}
+	}
+	if tls := spec.Configuration.TLSConfiguration; tls != nil {
+		switch tls.MinTLSVersion {
+		case "", v1.VersionTLS10, v1.VersionTLS11, v1.VersionTLS12, v1.VersionTLS13:
+		default:
+			errs = append(errs, fmt.Errorf("spec.configuration.tlsConfiguration.minTLSVersion: %q is not VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13", tls.MinTLSVersion))
 		}
 	}
 	errs = append(errs, InvalidDurations(spec)...)

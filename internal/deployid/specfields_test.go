@@ -169,6 +169,18 @@ var specClassification = map[string][]specEdit{
 			s.Configuration.ArchitectureConfiguration = &v1.ArchitectureConfiguration{DefaultArchitecture: "arm64"}
 		}),
 	},
+	// Passed to virt-template's components as flags, as upstream.
+	"configuration.tlsConfiguration": {
+		in("minTLSVersion", func(s *v1.KubeVirtSpec) {
+			s.Configuration.TLSConfiguration = &v1.TLSConfiguration{MinTLSVersion: v1.VersionTLS13}
+		}),
+		in("ciphers", func(s *v1.KubeVirtSpec) {
+			s.Configuration.TLSConfiguration = &v1.TLSConfiguration{Ciphers: []string{"TLS_AES_128_GCM_SHA256"}}
+		}),
+		in("empty block (no flags at all, not the default's)", func(s *v1.KubeVirtSpec) {
+			s.Configuration.TLSConfiguration = &v1.TLSConfiguration{}
+		}),
+	},
 	"configuration.roleAggregationStrategy": {
 		in("Manual", func(s *v1.KubeVirtSpec) { s.Configuration.RoleAggregationStrategy = ptr(RoleAggregationManual) }),
 		out("AggregateToDefault", func(s *v1.KubeVirtSpec) {
