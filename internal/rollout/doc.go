@@ -12,4 +12,11 @@
 // under OnDelete while the canary bakes, the transitions, the invariants the
 // sequence tests check, and the controller's side of the contract (Observation,
 // template writes, rollback, Failed holds) are in docs/design/canary.md.
+//
+// Live migrations (Observation.Migrations) hold the pods of their source and
+// target nodes for at most Policy.MaxMigrationWait: such a pod is never deleted
+// for the canary, and while one is still old the widened rollout is OnDelete
+// with the Decision deleting fast-step batches elsewhere; the phases and their
+// invariants are unchanged, the held nodes are State.Waits, and a phase held by
+// them alone runs no deadline (docs/design/canary.md, "Live migrations").
 package rollout
