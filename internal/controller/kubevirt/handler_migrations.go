@@ -181,7 +181,8 @@ func migrationMoved(o, n *v1.VirtualMachineInstanceMigration) bool {
 // migrations cost the KubeVirt controller nothing.
 func (r *Reconciler) migrationRequest(ctx context.Context, _ client.Object) []reconcile.Request {
 	all := &v1.KubeVirtList{}
-	if err := r.Client.List(ctx, all); err != nil {
+	// No copy: read only, and at rest this runs for every migration event.
+	if err := r.Client.List(ctx, all, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	active := activecr.Of(all.Items, r.Namespace)
