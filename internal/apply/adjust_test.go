@@ -78,7 +78,7 @@ func TestAdjustHandlerMigrationCNTypes(t *testing.T) {
 		t.Errorf("volumes %+v, mounts %+v: want the certificate's gone, the rest kept", got.Volumes, got.Containers[0].VolumeMounts)
 	}
 	for name, s := range map[string]*strategy.Strategy{
-		"without the label":    handler(false, "--port", "8443"),
+		"without the label":     handler(false, "--port", "8443"),
 		"with the flag already": handler(true, "--migration-cn-types=migration,node"),
 	} {
 		want := s.DaemonSets[0].DeepCopy()

@@ -37,6 +37,7 @@
 //	                                                      and VMExport where the release's operator writes
 //	                                                      the export proxy only with it (v1.8)
 //	the migration network                                 spec.configuration.migrations.network
+//	virt-template's TLS flags                             spec.configuration.tlsConfiguration
 //
 // # What is out of the ID
 //
@@ -53,6 +54,7 @@
 // that reason the feature-gate presence keys carry the value "true" (upstream writes
 // "" and reads only presence, so both readers agree). Empty customizeComponents,
 // infra and workloads blocks are dropped by FromKubeVirt, so `infra: {}` and no infra
-// give the same ID. Slice order is kept: the order of patches, tolerations and pull
-// secrets changes the created objects.
+// give the same ID; an empty tlsConfiguration is kept, as it means no TLS flags where
+// none means upstream's default. Slice order is kept: the order of patches,
+// tolerations, pull secrets and ciphers changes the created objects.
 package deployid

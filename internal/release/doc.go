@@ -29,5 +29,8 @@
 //
 // The catalogue also holds what the data cannot: how the release decides whether a
 // feature gate is on (v1.8 counts only gates listed in featureGates; v1.9 turns Beta
-// gates on unless disabled), and images versioned apart from KubeVirt (virt-template).
+// gates on unless disabled), images versioned apart from KubeVirt (virt-template),
+// and what the release's own operator does beyond its strategy where that differs by
+// line: v1.8's writes the export proxy only with VMExport (ExportProxyGate). What
+// every line's operator does alike is internal/apply's (Adjustments).
 package release
