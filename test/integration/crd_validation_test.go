@@ -27,6 +27,7 @@ func TestKubeVirtCRDRejectsBadInput(t *testing.T) {
 		{"unknown uninstallStrategy", `uninstallStrategy: DeleteEverything`, "spec.uninstallStrategy"},
 		{"unknown customizeComponents patch type", `customizeComponents: {patches: [{resourceName: virt-api, resourceType: Deployment, patch: "{}", type: xml}]}`, "spec.customizeComponents.patches[0].type"},
 		{"zero infra replicas", `infra: {replicas: 0}`, "spec.infra.replicas"},
+		{"a minimum TLS version that is none", `configuration: {tlsConfiguration: {minTLSVersion: TLS1.2}}`, "spec.configuration.tlsConfiguration.minTLSVersion"},
 		{"zero canary size", `handlerRollout: {canarySize: 0}`, "spec.handlerRollout.canarySize"},
 		{"fast step not a count or percentage", `handlerRollout: {fastStep: "ten"}`, "spec.handlerRollout.fastStep"},
 		{"bake time not a duration", `handlerRollout: {bakeTime: "a while"}`, "spec.handlerRollout.bakeTime"},
@@ -62,7 +63,7 @@ workloadUpdateStrategy: {workloadUpdateMethods: [LiveMigrate, Evict], batchEvict
 imagePullPolicy: Always
 uninstallStrategy: RemoveWorkloads
 handlerRollout: {canarySize: 2, fastStep: 25%, bakeTime: 30s, progressDeadline: 15m}
-configuration: {someFutureSetting: {kept: true}}`)
+configuration: {someFutureSetting: {kept: true}, tlsConfiguration: {minTLSVersion: VersionTLS13, ciphers: [TLS_AES_128_GCM_SHA256]}}`)
 	if err := k8s.Create(ctx, kv); err != nil {
 		t.Fatalf("valid KubeVirt refused: %v", err)
 	}
