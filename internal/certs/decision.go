@@ -124,6 +124,6 @@ func decide(s *corev1.Secret, prof Profile, life Lifetime, ca *KeyPair, caLife L
 }
 
 func sameDuration(annotation string, want time.Duration) bool {
-	got, err := time.ParseDuration(annotation)
+	got, err := parseDurationAnnotation(annotation)
 	return err == nil && got == want
 }

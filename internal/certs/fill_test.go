@@ -162,7 +162,7 @@ func TestFillMergesExternalCA(t *testing.T) {
 	ext := newCA(t, "external", t0, 1000*time.Hour)
 	live.ConfigMaps[key(testOpNS, ConfigMapExternalCA)].Data[CABundleKey] = string(ext.CertPEM)
 	r := step(t, live, t0.Add(time.Minute))
-	if got := subjects(t, r.CABundle); !slices.Equal(got, []string{"kubevirt.io", "external"}) {
+	if got := subjects(t, r.CABundle); !slices.Equal(got, []string{caCommonName("kubevirt.io", t0), "external"}) {
 		t.Errorf("bundle %v, want kubevirt.io then external", got)
 	}
 	// Once the external ConfigMap is reset the certificate stays in the bundle.

@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/virt-operator/virt-operator/internal/metadata"
 )
@@ -80,7 +82,7 @@ func (i Issuer) NewClientCert(ca *KeyPair, commonName string, now time.Time, d t
 func (i Issuer) Issue(p Profile, ca *KeyPair, now time.Time, d time.Duration) (*KeyPair, error) {
 	switch p.Kind {
 	case KindCA:
-		return i.NewCA(p.CommonName, now, d)
+		return i.NewCA(caCommonName(p.CommonName, now), now, d)
 	case KindServer:
 		return i.NewServingCert(ca, p.CommonName, p.DNSNames, now, d)
 	case KindClient:
@@ -152,14 +154,31 @@ func (i Issuer) issue(tmpl *x509.Certificate, ca *KeyPair, now time.Time, d time
 
 // SetSecret writes the key pair into a kubernetes.io/tls Secret (tls.crt,
 // tls.key; any other data is dropped) and sets the kubevirt.io/duration
-// annotation.
+// annotation (DurationAnnotation).
 func (kp *KeyPair) SetSecret(s *corev1.Secret, d time.Duration) {
 	s.Type = corev1.SecretTypeTLS
 	s.Data = map[string][]byte{TLSCertKey: kp.CertPEM, TLSPrivateKeyKey: kp.KeyPEM}
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
-	s.Annotations[metadata.CertificateDurationAnnotation] = d.String()
+	s.Annotations[metadata.CertificateDurationAnnotation] = DurationAnnotation(d)
+}
+
+// DurationAnnotation is the kubevirt.io/duration annotation's value in the
+// form upstream writes and compares it, the Go text of a *metav1.Duration
+// ("&Duration{Duration:168h0m0s,}"): written otherwise, upstream's operator
+// reissues every certificate on a hand-back.
+func DurationAnnotation(d time.Duration) string {
+	return (&metav1.Duration{Duration: d}).String()
+}
+
+// parseDurationAnnotation reads the annotation in upstream's form or as a
+// plain Go duration (what this operator wrote before).
+func parseDurationAnnotation(s string) (time.Duration, error) {
+	if inner, ok := strings.CutPrefix(s, "&Duration{Duration:"); ok {
+		s = strings.TrimSuffix(inner, ",}")
+	}
+	return time.ParseDuration(s)
 }
 
 // ErrNoData marks a Secret that has no certificate yet (missing, or an empty

@@ -3,6 +3,7 @@ package certs
 import (
 	"crypto"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"slices"
 	"strings"
@@ -58,10 +59,35 @@ func TestIssue(t *testing.T) {
 	}
 }
 
+// Upstream's CAs and duration annotations are kept, so a take-over reissues
+// nothing; this operator's earlier plain form is read too.
+func TestUpstreamCertificatesAreAdopted(t *testing.T) {
+	p := DefaultPolicy()
+	prof, _ := ProfileFor(SecretCA, "kubevirt")
+	for _, cn := range []string{"kubevirt.io@1764892800", "kubevirt.io"} {
+		if why := prof.mismatch(&x509.Certificate{Subject: pkix.Name{CommonName: cn}, IsCA: true}); why != "" {
+			t.Errorf("CA %q: %s", cn, why)
+		}
+	}
+	for _, cn := range []string{"kubevirt.io@", "kubevirt.io@x", "kubevirt.io.evil", "export.kubevirt.io@1"} {
+		if why := prof.mismatch(&x509.Certificate{Subject: pkix.Name{CommonName: cn}, IsCA: true}); why == "" {
+			t.Errorf("CA %q accepted", cn)
+		}
+	}
+	for _, a := range []string{"&Duration{Duration:168h0m0s,}", "168h0m0s"} {
+		if !sameDuration(a, p.CA.Duration) {
+			t.Errorf("annotation %q does not read as 168h", a)
+		}
+	}
+	if sameDuration("&Duration{Duration:24h0m0s,}", p.CA.Duration) {
+		t.Error("24h read as 168h")
+	}
+}
+
 func TestSecretRoundTrip(t *testing.T) {
 	p := DefaultPolicy()
 	caSecret, ca := secretOf(t, SecretCA, nil, p, t0)
-	if caSecret.Annotations[metadata.CertificateDurationAnnotation] != "168h0m0s" || caSecret.Type != corev1.SecretTypeTLS {
+	if caSecret.Annotations[metadata.CertificateDurationAnnotation] != "&Duration{Duration:168h0m0s,}" || caSecret.Type != corev1.SecretTypeTLS {
 		t.Errorf("annotations %v type %s", caSecret.Annotations, caSecret.Type)
 	}
 	got, err := ParseSecret(caSecret)

@@ -150,7 +150,3 @@ func (l Lifetime) validate(name string) []error {
 	}
 	return errs
 }
-
-// DurationString is the value of the kubevirt.io/duration annotation for a
-// lifetime: a Go duration string, as upstream writes it.
-func (l Lifetime) DurationString() string { return l.Duration.String() }

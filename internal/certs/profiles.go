@@ -4,6 +4,9 @@ import (
 	"crypto/x509"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Names of the certificate Secrets and CA ConfigMaps (§3.2.1 of the upstream
@@ -145,7 +148,7 @@ func ServiceDNSNames(svc, namespace string) []string {
 
 // mismatch says how cert differs from the profile, or "" if it matches.
 func (p Profile) mismatch(cert *x509.Certificate) string {
-	if cert.Subject.CommonName != p.CommonName {
+	if !p.namedBy(cert.Subject.CommonName) {
 		return fmt.Sprintf("common name is %q, want %q", cert.Subject.CommonName, p.CommonName)
 	}
 	if cert.IsCA != (p.Kind == KindCA) {
@@ -159,6 +162,28 @@ func (p Profile) mismatch(cert *x509.Certificate) string {
 		return fmt.Sprintf("extended key usage is %v, want %v", cert.ExtKeyUsage, want)
 	}
 	return ""
+}
+
+// namedBy: cn is the profile's common name; for a CA also as upstream writes
+// it, "<name>@<unix seconds>" (kubevirt.io@1764892800), so a CA upstream
+// issued is kept on a take-over rather than reissued.
+func (p Profile) namedBy(cn string) bool {
+	if cn == p.CommonName {
+		return true
+	}
+	issued, ok := strings.CutPrefix(cn, p.CommonName+"@")
+	if p.Kind != KindCA || !ok || issued == "" {
+		return false
+	}
+	_, err := strconv.ParseInt(issued, 10, 64)
+	return err == nil
+}
+
+// caCommonName is the common name of a CA issued at now, as upstream names
+// its CAs (its operator checks leaves against the CA, not the name, but the
+// same form keeps a hand-back from looking any different).
+func caCommonName(name string, now time.Time) string {
+	return fmt.Sprintf("%s@%d", name, now.Unix())
 }
 
 func (p Profile) extKeyUsage() []x509.ExtKeyUsage {

@@ -19,7 +19,7 @@ const (
 	GenerationAnnotation = "kubevirt.io/generation"
 	// EphemeralBackupObjectAnnotation marks RBAC backup copies.
 	EphemeralBackupObjectAnnotation = "kubevirt.io/ephemeral-backup-object"
-	// CertificateDurationAnnotation is a certificate secret's duration, as a Go duration string.
+	// CertificateDurationAnnotation is a certificate secret's duration, as upstream writes it (certs.DurationAnnotation).
 	CertificateDurationAnnotation = "kubevirt.io/duration"
 	// WebhookCertificateSecretAnnotation names a webhook's serving-certificate secret.
 	WebhookCertificateSecretAnnotation = "certificates.kubevirt.io/secret"

@@ -114,8 +114,6 @@ var knownDifferences = []liveRule{
 	// operator on the sandbox; the rest were fixed (virt-handler's and
 	// virt-template's runtime shape, the customizer identifier, PDB labels, v1.8's
 	// export proxy) or are deliberate (liveAllowed).
-	{Rule: strategydiff.Rule{Kind: "Secret", Path: ".metadata.annotations.kubevirt.io/duration",
-		Reason: knownPrefix + "upstream writes a certificate Secret's kubevirt.io/duration as Go's %v of a *metav1.Duration (&Duration{Duration:24h0m0s,}) and reissues a certificate whose annotation reads otherwise; ours writes 24h0m0s, so upstream taking over reissues every certificate"}},
 	{Rule: strategydiff.Rule{Kind: "Namespace", Path: ".metadata.labels.openshift.io/cluster-monitoring",
 		Reason: knownPrefix + "upstream labels its namespace openshift.io/cluster-monitoring=true on every pass (syncKubevirtNamespaceLabels, on any cluster), " +
 			"which OpenShift's platform monitoring needs to load the PrometheusRule in that namespace (KubeVirt's alerts); ours leaves the namespace " +
