@@ -106,6 +106,45 @@ func (ap *Applier) ServerSideApply(ctx context.Context, obj client.Object) (clie
 	return u, nil
 }
 
+// DryRun is obj as the API server would store it after this operator's write
+// of it (ServerSideApply, or the replacement of an object server-side apply
+// cannot express); nothing is stored. It tells whether a write would change
+// what another manager wrote.
+// The result is typed as obj is.
+func (ap *Applier) DryRun(ctx context.Context, obj client.Object) (client.Object, error) {
+	scheme := ap.Client.Scheme()
+	u, err := applyBody(obj, scheme)
+	if err != nil {
+		return nil, err
+	}
+	if repeatedKeys(obj) {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(u.GroupVersionKind())
+		if err := ap.Client.Get(ctx, client.ObjectKeyFromObject(u), live); err != nil {
+			return nil, err
+		}
+		u.SetResourceVersion(live.GetResourceVersion())
+		err = ap.Client.Update(ctx, u, client.FieldOwner(FieldManager), client.DryRunAll)
+	} else {
+		err = ap.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll)
+	}
+	if err != nil {
+		return nil, err
+	}
+	typed, err := scheme.New(u.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+		return nil, err
+	}
+	out, ok := typed.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", u.GroupVersionKind())
+	}
+	return out, nil
+}
+
 // createOrReplace writes u with a plain create, or an update of the whole object at
 // the live resourceVersion.
 func (ap *Applier) createOrReplace(ctx context.Context, u *unstructured.Unstructured) (client.Object, error) {

@@ -34,16 +34,25 @@ var stampAnnotations = []string{metadata.InstallStrategyVersionAnnotation, metad
 
 // TemplateHash is the hash of tmpl without its install-strategy stamps.
 func TemplateHash(tmpl *corev1.PodTemplateSpec) string {
-	c := tmpl.DeepCopy()
-	for _, k := range stampAnnotations {
-		delete(c.Annotations, k)
-	}
-	raw, err := json.Marshal(c)
+	raw, err := json.Marshal(WithoutStamps(tmpl))
 	if err != nil {
 		return "" // a typed pod template always marshals
 	}
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:16])
+}
+
+// WithoutStamps is a copy of tmpl without its install-strategy stamps (and
+// without annotations at all when they were all it had).
+func WithoutStamps(tmpl *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	c := tmpl.DeepCopy()
+	for _, k := range stampAnnotations {
+		delete(c.Annotations, k)
+	}
+	if len(c.Annotations) == 0 {
+		c.Annotations = nil
+	}
+	return c
 }
 
 // stampTemplateHash sets TemplateHashAnnotation on a workload (Desired calls it).

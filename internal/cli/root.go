@@ -38,6 +38,7 @@ func NewRootCommand() *cobra.Command {
 		NewDumpInstallStrategyCommand(),
 		NewStatusCommand(),
 		NewPlanCommand(),
+		NewHandbackCommand(),
 	)
 	return root
 }

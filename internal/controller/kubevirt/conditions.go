@@ -49,11 +49,14 @@ type StateKind string
 const (
 	StateDeploying StateKind = "Deploying" // first install, not ready yet
 	StateUpdating  StateKind = "Updating"  // observed != target, rolling over
-	StateAvailable StateKind = "Available" // everything ready on the target
-	StateFailed    StateKind = "Failed"    // cannot progress; Reason/Message say why
-	StateDeleting  StateKind = "Deleting"
-	StateBlocked   StateKind = "Blocked" // deletion held by workloads
-	StateIgnored   StateKind = "Ignored" // another KubeVirt CR is the active one
+	// StateTakingOver: another operator's deployment of the target's release
+	// is being taken over; it stays available and is not degraded.
+	StateTakingOver StateKind = "TakingOver"
+	StateAvailable  StateKind = "Available" // everything ready on the target
+	StateFailed     StateKind = "Failed"    // cannot progress; Reason/Message say why
+	StateDeleting   StateKind = "Deleting"
+	StateBlocked    StateKind = "Blocked" // deletion held by workloads
+	StateIgnored    StateKind = "Ignored" // another KubeVirt CR is the active one
 )
 
 // Conditions returns the CR's conditions for state, starting from current so
@@ -76,6 +79,9 @@ func Conditions(current []v1.KubeVirtCondition, s State, now metav1.Time) []v1.K
 		current = removeConditions(current, v1.KubeVirtConditionSynchronized, v1.KubeVirtConditionCreated)
 		tfs(t, t, t, orDefault(s.Reason, ReasonUpdating), orDefault(s.Message, fmt.Sprintf("Transitioning from previous version %s with registry %s to target version %s using registry %s",
 			s.ObservedVersion, s.ObservedRegistry, s.TargetVersion, s.TargetRegistry)))
+	case StateTakingOver:
+		current = removeConditions(current, v1.KubeVirtConditionSynchronized)
+		tfs(t, t, f, s.Reason, s.Message)
 	case StateAvailable:
 		current = removeConditions(current, v1.KubeVirtConditionSynchronized)
 		tfs(t, f, f, ReasonAllComponentsReady, "All components are ready.")

@@ -29,7 +29,7 @@ func eventsFor(prev, next v1.KubeVirtStatus, s *scope, patched bool) []kvEvent {
 	}
 	if next.TargetDeploymentID != prev.TargetDeploymentID && s.cfg != nil {
 		keep(kvEvent{Type: eventNormal, Reason: "TargetChanged", Action: "Rollout", transition: true, Message: fmt.Sprintf(
-			"Rolling out KubeVirt %s (deployment ID %s); %s", s.cfg.KubeVirtVersion, s.cfg.ID, targetChangeReason(s.changedKeys))})
+			"Rolling out KubeVirt %s (deployment ID %s); %s", s.cfg.KubeVirtVersion, s.cfg.ID, targetChangeReason(s))})
 	}
 	for _, e := range s.events {
 		keep(e)

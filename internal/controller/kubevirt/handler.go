@@ -98,8 +98,8 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 	if err != nil {
 		return handlerOutcome{}, err
 	}
-	templateChanged := liveDS.Annotations[apply.TemplateHashAnnotation] != want.Annotations[apply.TemplateHashAnnotation] ||
-		!metadata.IsUpToDate(&liveDS.Spec.Template, target)
+	templateChanged := !metadata.IsUpToDate(&liveDS.Spec.Template, target) // the stamps were carried, or not
+
 	obs := rollout.Observation{
 		NodeReady:         nodeReady,
 		DaemonSet:         liveDS,

@@ -84,6 +84,7 @@ func (r *Reconciler) observeTarget(ctx context.Context, s *scope) {
 	s.cfg = cfg
 	r.monitorAccounts.set(cfg.PotentialMonitorNamespaces(), cfg.MonitorAccount())
 	prev := s.kv.Status
+	s.takeover = observeTakeover(prev)
 	if prev.TargetDeploymentID == cfg.ID {
 		return
 	}
@@ -91,15 +92,18 @@ func (r *Reconciler) observeTarget(ctx context.Context, s *scope) {
 	if previous, err := deployid.Parse(prev.TargetDeploymentConfig); err == nil {
 		s.changedKeys = deployid.ChangedKeys(previous, cfg)
 	}
-	log.FromContext(ctx).Info("new target", "deploymentID", cfg.ID, "version", cfg.KubeVirtVersion, "why", targetChangeReason(s.changedKeys))
+	log.FromContext(ctx).Info("new target", "deploymentID", cfg.ID, "version", cfg.KubeVirtVersion, "why", targetChangeReason(s))
 }
 
 // targetChangeReason says why a new target is rolled out.
-func targetChangeReason(changedKeys []string) string {
-	if len(changedKeys) == 0 {
+func targetChangeReason(s *scope) string {
+	switch {
+	case s.takeover != nil:
+		return fmt.Sprintf("taking over KubeVirt %s from %s, deployment %s of another operator", s.takeover.Version, s.takeover.Registry, s.takeover.ID)
+	case len(s.changedKeys) == 0:
 		return "initial install"
 	}
-	return "changed: " + strings.Join(changedKeys, ", ")
+	return "changed: " + strings.Join(s.changedKeys, ", ")
 }
 
 // finishRollover runs once everything is ready on the target: the objects the

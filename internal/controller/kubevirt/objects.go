@@ -54,7 +54,7 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	apply.CarryStamps(desired, live, nil)
+	apply.CarryStamps(desired, live, r.sameTemplate(ctx))
 	certificates := certificateRefs(s.certs)
 	steps := apply.Steps(desired, apply.ChoosePath(s.cfg.KubeVirtVersion, s.kv.Status.ObservedKubeVirtVersion))
 	for i, step := range steps {
@@ -109,13 +109,16 @@ func (r *Reconciler) keepRunning(ctx context.Context, s *scope) error {
 		if err := r.readLive(ctx, s.target.desired, live); err != nil {
 			return err
 		}
-		apply.CarryStamps(s.target.desired, live, nil)
+		apply.CarryStamps(s.target.desired, live, r.sameTemplate(ctx))
 	}
 	if s.observed != nil && s.observed.desired != nil {
 		running = keptObjects(apply.Steps(s.observed.desired, apply.Install))
 		if err := r.readLive(ctx, s.observed.desired, live); err != nil {
 			return err
 		}
+		// What runs may carry older stamps than the observed deployment's
+		// (a change that left its template alone): kept, not restarted.
+		apply.CarryStamps(s.observed.desired, live, r.sameTemplate(ctx))
 	}
 	writes, held := apply.PlanKeep(target, running, live, s.generations)
 	if err := r.write(ctx, s, withoutRefs(writes, certificateRefs(s.certs))); err != nil {

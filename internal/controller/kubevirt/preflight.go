@@ -38,8 +38,8 @@ func (r *Reconciler) runPreflight(ctx context.Context, s *scope) error {
 		return nil
 	}
 	observed := s.kv.Status.ObservedDeploymentID
-	if observed == "" || observed == s.cfg.ID {
-		return r.cleanUpPrepull(ctx, "")
+	if observed == "" || observed == s.cfg.ID || s.takeover.sameRelease(s.cfg) {
+		return r.cleanUpPrepull(ctx, "") // nothing to check: an install, the target reached, or the same release taken over
 	}
 	if s.hold != nil {
 		return nil

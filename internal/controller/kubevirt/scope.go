@@ -30,6 +30,9 @@ type scope struct {
 	// changedKeys are the config keys a new target changed (nil: the target is
 	// unchanged; empty: a first install, nothing to compare with).
 	changedKeys []string
+	// takeover is the deployment another operator recorded, which this one
+	// takes over; nil when the status is this operator's own.
+	takeover *takeover
 
 	// strategies are the install-strategy ConfigMaps (for the cache, the
 	// orphan scope and the clean-up).

@@ -1,6 +1,7 @@
 package kubevirt
 
 import (
+	"fmt"
 	"runtime"
 	"time"
 
@@ -83,7 +84,12 @@ func outcome(next *v1.KubeVirtStatus, s *scope) State {
 	if h := next.RolloutHold; h != nil && h.Step != "" {
 		state.Reason, state.Message = h.Reason, "held before "+h.Step+": "+h.Message
 	}
-	if next.ObservedDeploymentID != "" && next.ObservedDeploymentID != next.TargetDeploymentID {
+	switch {
+	case s.takeover.sameRelease(s.cfg):
+		state.Kind, state.Reason = StateTakingOver, ReasonTakingOver
+		state.Message = fmt.Sprintf("Taking over KubeVirt %s from %s (deployment %s of another operator): only this operator's stamps change, no component restarts",
+			s.cfg.KubeVirtVersion, s.cfg.Registry, s.takeover.ID)
+	case next.ObservedDeploymentID != "" && next.ObservedDeploymentID != next.TargetDeploymentID:
 		state.Kind = StateUpdating
 	}
 	return state

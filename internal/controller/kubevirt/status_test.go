@@ -132,6 +132,25 @@ func TestNextStatus(t *testing.T) {
 			}
 		},
 	}, {
+		name: "taking over another operator's deployment of the same release: available, not degraded",
+		prev: func() v1.KubeVirtStatus {
+			st := deployedV1()
+			st.TargetDeploymentID, st.ObservedDeploymentID = "upstreams", "upstreams"
+			st.TargetDeploymentConfig, st.ObservedDeploymentConfig = `{"id":"upstreams"}`, `{"id":"upstreams"}`
+			return st
+		}(),
+		scope: func(s *scope) {
+			s.cfg, s.target = &deployid.Config{ID: "ours", KubeVirtVersion: "v1.8.4", Registry: "quay.io/kubevirt"}, &deployment{}
+			s.takeover = observeTakeover(s.kv.Status)
+		},
+		phase: v1.KubeVirtPhaseDeployed, available: tr, progressing: tr, degrade: f,
+		check: func(t *testing.T, next v1.KubeVirtStatus) {
+			p := findCondition(next.Conditions, v1.KubeVirtConditionProgressing)
+			if p.Reason != ReasonTakingOver || !strings.Contains(p.Message, "deployment upstreams of another operator") {
+				t.Errorf("Progressing %+v", p)
+			}
+		},
+	}, {
 		name:  "deleting",
 		prev:  deployedV1(),
 		scope: func(s *scope) { s.deletion = &deletionOutcome{remaining: "waiting for 3 objects"} },
@@ -177,6 +196,31 @@ func TestNextStatus(t *testing.T) {
 				tc.check(t, next)
 			}
 		})
+	}
+}
+
+// A status whose observed deployment another operator wrote (a config this
+// operator would not have written) is a take-over, also once this operator
+// has written its own target; this operator's own never is.
+func TestObserveTakeover(t *testing.T) {
+	ours := &deployid.Config{Namespace: "kubevirt", KubeVirtVersion: "v1.8.4", Registry: "quay.io/kubevirt"}
+	ours.ID = ours.ComputeID()
+	own := v1.KubeVirtStatus{}
+	setTarget(&own, ours)
+	own.ObservedDeploymentID, own.ObservedDeploymentConfig = own.TargetDeploymentID, own.TargetDeploymentConfig
+	if observeTakeover(own) != nil {
+		t.Fatal("this operator's own status taken for another's")
+	}
+	if observeTakeover(v1.KubeVirtStatus{TargetDeploymentID: ours.ID}) != nil {
+		t.Fatal("a first install taken for a take-over")
+	}
+	theirs := deployedV1()
+	theirs.ObservedDeploymentConfig = `{"id":"abc","kubeVirtVersion":"v1.8.4"}`
+	for _, st := range []v1.KubeVirtStatus{theirs, func() v1.KubeVirtStatus { st := theirs; setTarget(&st, ours); return st }()} {
+		got := observeTakeover(st)
+		if got == nil || got.Version != "v1.8.4" || !got.sameRelease(oldCfg) || got.sameRelease(newCfg) {
+			t.Fatalf("take-over %+v of %s", got, st.TargetDeploymentConfig)
+		}
 	}
 }
 

@@ -21,8 +21,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -332,6 +334,7 @@ func PrepareUpstreamOperator(t testing.TB, sb *sandbox.Sandbox) {
 			t.Fatalf("creating %T %s for KubeVirt's virt-operator: %v", o, o.GetName(), err)
 		}
 	}
+	labelSandboxCRDs(t, c)
 	nodes := &corev1.NodeList{}
 	if err := c.List(ctx, nodes); err != nil {
 		t.Fatal(err)
@@ -352,7 +355,13 @@ func PrepareUpstreamOperator(t testing.TB, sb *sandbox.Sandbox) {
 
 func adminClient(t testing.TB, sb *sandbox.Sandbox) client.Client {
 	t.Helper()
-	c, err := client.New(sb.RESTConfig(), client.Options{Scheme: clientgoscheme.Scheme})
+	scheme := kruntime.NewScheme()
+	for _, add := range []func(*kruntime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(sb.RESTConfig(), client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,4 +543,28 @@ func logTail(t testing.TB, path string, n int) {
 		lines = lines[len(lines)-n:]
 	}
 	t.Logf("--- last lines of %s:\n%s", path, strings.Join(lines, "\n"))
+}
+
+// labelSandboxCRDs marks the VM CRDs the sandbox created for its VM simulator
+// as the operator's: upstream's operator sees CRDs only through an informer
+// filtered by app.kubernetes.io/managed-by, so it would try to create one it
+// cannot see and stop at "already exists". The KubeVirt CRD stays unlabelled:
+// neither operator's strategy has it.
+func labelSandboxCRDs(t testing.TB, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := c.List(ctx, crds); err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"virt-operator"}}}`)
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		if crd.Name == "kubevirts.kubevirt.io" || !strings.HasSuffix(crd.Spec.Group, "kubevirt.io") || crd.Labels["app.kubernetes.io/managed-by"] != "" {
+			continue
+		}
+		if err := c.Patch(ctx, crd, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

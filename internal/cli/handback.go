@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+)
+
+// The handback command leaves a KubeVirt install to upstream's virt-operator:
+// with this operator stopped, it removes what upstream's does not know and
+// would keep as it is, stale (docs/user/coming-from-upstream.md). KubeVirt's
+// objects and pods are left alone: the install runs on.
+
+// ourConditions are the condition types upstream's operator does not know.
+var ourConditions = map[v1.KubeVirtConditionType]bool{
+	v1.KubeVirtConditionReady: true, v1.KubeVirtConditionReconciling: true, v1.KubeVirtConditionStalled: true,
+	v1.KubeVirtConditionUpgradeable: true, v1.KubeVirtConditionDataRetained: true,
+}
+
+// ourAnnotationPrefix marks the KubeVirt CR's annotations of this operator.
+const ourAnnotationPrefix = "kubevirt.io/virt-operator-"
+
+// HandbackStatus is st without what only this operator writes: its
+// conditions and its status fields (handlerRollout, workloadUpdates,
+// rolloutHold, preflight, history, installStrategies, generations).
+// Upstream's fields, the target and observed deployment among them, stay: its
+// operator recomputes its own.
+func HandbackStatus(st v1.KubeVirtStatus) v1.KubeVirtStatus {
+	out := *st.DeepCopy()
+	out.Conditions = out.Conditions[:0]
+	for _, c := range st.Conditions {
+		if !ourConditions[c.Type] {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	out.HandlerRollout, out.WorkloadUpdates, out.RolloutHold, out.Preflight = nil, nil, nil, nil
+	out.History, out.InstallStrategies, out.Generations = nil, nil, nil
+	return out
+}
+
+// HandbackAnnotations is the CR's annotations without this operator's.
+func HandbackAnnotations(in map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range in {
+		if strings.HasPrefix(k, ourAnnotationPrefix) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+type handbackOptions struct{ kubeconfig, namespace string }
+
+// NewHandbackCommand returns `handback`.
+func NewHandbackCommand() *cobra.Command {
+	var o handbackOptions
+	cmd := &cobra.Command{
+		Use:   "handback [--kubeconfig F] [--namespace NS]",
+		Short: "Leave the KubeVirt install to upstream's virt-operator: run with this operator stopped, before starting upstream's",
+		Long: `Removes what upstream's virt-operator does not know and would keep, stale: this operator's
+conditions, status fields and annotations on the KubeVirt CR, and its install-strategy ConfigMaps
+(upstream generates its own). Nothing of KubeVirt itself changes and no pod restarts. Refused
+while this operator's Deployment has replicas.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := newClient(o.kubeconfig)
+			if err != nil {
+				return err
+			}
+			if o.namespace == "" {
+				o.namespace = DefaultNamespace()
+			}
+			return handback(cmd.Context(), c, o.namespace, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then the in-cluster config)")
+	cmd.Flags().StringVar(&o.namespace, "namespace", "", "the operator's namespace (default: $POD_NAMESPACE, else kubevirt)")
+	return cmd
+}
+
+func handback(ctx context.Context, c client.Client, namespace string, out io.Writer) error {
+	op := &appsv1.Deployment{}
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "virt-operator"}, op); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case op.Spec.Replicas == nil || *op.Spec.Replicas > 0 || op.Status.Replicas > 0:
+		return fmt.Errorf("deployment %s/virt-operator still runs: scale it to 0 first, or it writes its status back", namespace)
+	}
+	list := &v1.KubeVirtList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		kv := &list.Items[i]
+		base := kv.DeepCopy()
+		kv.Status = HandbackStatus(kv.Status)
+		if err := c.Status().Patch(ctx, kv, client.MergeFrom(base)); err != nil {
+			return fmt.Errorf("KubeVirt %s status: %w", kv.Name, err)
+		}
+		base = kv.DeepCopy()
+		kv.Annotations = HandbackAnnotations(kv.Annotations)
+		if err := c.Patch(ctx, kv, client.MergeFrom(base)); err != nil {
+			return fmt.Errorf("KubeVirt %s annotations: %w", kv.Name, err)
+		}
+		_, _ = fmt.Fprintf(out, "KubeVirt %s/%s: this operator's conditions, status fields and annotations removed\n", kv.Namespace, kv.Name)
+	}
+	cms := &corev1.ConfigMapList{}
+	if err := c.List(ctx, cms, client.InNamespace(namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {
+		return err
+	}
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		if _, ours := cm.Annotations[strategy.MonitorNamespaceAnnotation]; !ours {
+			continue // upstream's, never read by this operator (which annotates every strategy it reads)
+		}
+		if err := client.IgnoreNotFound(c.Delete(ctx, cm)); err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintf(out, "ConfigMap %s/%s: this operator's install strategy deleted\n", cm.Namespace, cm.Name)
+	}
+	_, _ = fmt.Fprintln(out, "Done: start upstream's virt-operator.")
+	return nil
+}
