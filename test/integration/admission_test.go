@@ -230,8 +230,9 @@ func TestACRWithAnUndecodableDurationStallsNothing(t *testing.T) {
 	older := current.DeepCopy()
 	for i := range older.Spec.Versions {
 		if s := older.Spec.Versions[i].Schema; s != nil {
-			if n := dropDurationRules(s.OpenAPIV3Schema); n != 12 {
-				t.Fatalf("dropped the duration rule of %d fields, want 12", n)
+			// How many fields carry the rule is api/v1's test (duration_test.go).
+			if n := dropDurationRules(s.OpenAPIV3Schema); n == 0 {
+				t.Fatal("the CRD has no duration rule to drop")
 			}
 		}
 	}
