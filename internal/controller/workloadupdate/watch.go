@@ -41,13 +41,16 @@ func (r *Reconciler) openGatePredicate() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(_ client.Object) bool { return !r.gateClosed.Load() })
 }
 
-// vmiPredicate drops VMI events while the gate is closed, and updates that
-// change nothing the planner reads.
+// vmiPredicate drops VMI updates while the gate is closed, and updates that
+// change nothing the planner reads. A VMI created or deleted always passes:
+// it changes the outdated count the status reports while the updater waits
+// (dropped, a count taken before the VMIs appeared stayed until the gate
+// opened); they are rare beside updates, and gathered over vmiEventWindow.
 func (r *Reconciler) vmiPredicate() predicate.Predicate {
 	open := func() bool { return !r.gateClosed.Load() }
 	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return open() },
-		DeleteFunc:  func(event.DeleteEvent) bool { return open() },
+		CreateFunc:  func(event.CreateEvent) bool { return true },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return open() },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, okO := e.ObjectOld.(*v1.VirtualMachineInstance)
