@@ -138,7 +138,9 @@ func checkRunning(t *testing.T, c client.Client, version string) {
 	if err := c.List(t.Context(), deps, client.InNamespace(namespace), client.MatchingLabels{metadata.ManagedByLabel: metadata.ManagedByValue}); err != nil {
 		t.Fatal(err)
 	}
-	if len(deps.Items) < 3 {
+	// virt-api and virt-controller at least: before v1.9 virt-exportproxy runs
+	// only with the VMExport gate, as that release's own operator decides.
+	if len(deps.Items) < 2 {
 		t.Fatalf("%d Deployments", len(deps.Items))
 	}
 	for _, d := range deps.Items {
