@@ -262,6 +262,10 @@ func (r *Reconciler) writeHandler(ctx context.Context, s *scope, tmpl rollout.Te
 			return false, err
 		}
 		obj.Spec.Template, obj.Spec.UpdateStrategy, held = rollbackWrite(liveDS, previous, obj.Spec.UpdateStrategy)
+		// The template hash describes the template written: kept at the
+		// target's, apply.CarryStamps would take the rolled-back template's
+		// stamps for the target's and put them on the failed version.
+		obj.Annotations[apply.TemplateHashAnnotation] = apply.TemplateHash(&obj.Spec.Template)
 		rolledBack = previous != nil &&
 			liveDS.Spec.Template.Annotations[metadata.InstallStrategyIdentifierAnnotation] != previous.Annotations[metadata.InstallStrategyIdentifierAnnotation]
 	}
