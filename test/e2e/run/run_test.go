@@ -6,7 +6,9 @@ package run_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -137,11 +139,31 @@ func TestSandboxRunDeploysSampleAndCleansUpOnInterrupt(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("sandbox dir %s still exists (%v)", dir, err)
 	}
+	// A process told to stop may still be exiting, or be an exited child not
+	// yet reaped, when run returns: each must be gone within a generous wait.
+	deadline := time.Now().Add(30 * time.Second)
 	for name, pid := range pids {
-		if syscall.Kill(pid, 0) == nil {
-			t.Errorf("sandbox process %s (%d) still runs after Ctrl-C", name, pid)
+		for running(pid) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if running(pid) {
+			t.Errorf("sandbox process %s (%d) still runs 30 s after Ctrl-C", name, pid)
 		}
 	}
+}
+
+// running: pid is a process that has not exited (a zombie has).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S ...".
+	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+	return !bytes.HasPrefix(bytes.TrimSpace(rest), []byte("Z"))
 }
 
 // waitForExportLine returns the KUBECONFIG path sandbox run prints; every line of
