@@ -74,8 +74,9 @@ test-unit:
 test-integration: cluster-bins
 	go test $(GO_TEST_FLAGS) -timeout 20m ./test/integration/...
 
-# Two packages at a time: the install package is the long pole (about 12 minutes)
-# and the others (about 6 minutes in all) run beside it, each on its own sandbox.
+# Two packages at a time, and in the install and fidelity packages two tests at a
+# time (t.Parallel, each on its own sandbox): the machine's two cores are then
+# mostly busy, where one test at a time left them idle half the time.
 test-e2e: cluster-bins build
 	go test $(GO_TEST_FLAGS) -timeout 40m -p 2 ./test/e2e/...
 

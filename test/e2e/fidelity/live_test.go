@@ -138,12 +138,16 @@ func TestLiveInstallMatchesUpstream(t *testing.T) {
 	strict := os.Getenv(strictEnv) == "1"
 	for _, release := range []string{"v1.9.0", "v1.8.4"} {
 		t.Run(release, func(t *testing.T) {
+			t.Parallel()
 			sandboxtest.UpstreamBinary(t, release, "virt-operator") // skips, saying why, without it
+			// The two installs run on sandboxes of their own, side by side: they
+			// share nothing, and each mostly waits for its cluster to settle.
 			var upstreamState, oursState *liveState
-			if !t.Run("upstream", func(t *testing.T) { upstreamState = liveInstall(t, release, true) }) {
-				t.FailNow()
-			}
-			if !t.Run("ours", func(t *testing.T) { oursState = liveInstall(t, release, false) }) {
+			installed := t.Run("install", func(t *testing.T) {
+				t.Run("upstream", func(t *testing.T) { t.Parallel(); upstreamState = liveInstall(t, release, true) })
+				t.Run("ours", func(t *testing.T) { t.Parallel(); oursState = liveInstall(t, release, false) })
+			})
+			if !installed {
 				t.FailNow()
 			}
 			if upstreamState == nil || oursState == nil {

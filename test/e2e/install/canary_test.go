@@ -103,6 +103,7 @@ const crashLoopTag = "v1.9.1-crashloop"
 // a version whose pods crash seconds after Ready fails at the canary, is
 // rolled back, and never reaches a second node.
 func TestHandlerCanary(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, 20)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -423,6 +424,7 @@ func (w *cleanupWatch) stop() []string {
 // node (it does not restart the canary), and killed again while the rollout
 // widens, still converges.
 func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
+	t.Parallel()
 	e := startEnvWithoutOperator(t, 8)
 	p := &operatorProcess{t: t, kubeconfig: e.sb.Kubeconfig()}
 	p.start()

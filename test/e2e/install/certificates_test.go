@@ -59,6 +59,7 @@ func (e *env) webhookAnswers(addr string) error {
 // are reissued while paused, the webhook still answers with the bundle the API
 // server is given, the CR is edited and resumed, and the upgrade completes.
 func TestCertificatesRenewedWhilePaused(t *testing.T) {
+	t.Parallel()
 	e := startEnvWithoutOperator(t, 3)
 	webhook := sandboxtest.FreeAddr(t)
 	e.startOperator(func(o *operator.Options) { o.WebhookAddr = webhook })
@@ -102,6 +103,7 @@ func TestCertificatesRenewedWhilePaused(t *testing.T) {
 // create its pods, and Degraded says so with the API server's reason; with it
 // created again, the install completes.
 func TestMissingPriorityClassIsNamed(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, 3)
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-cluster-critical"}}
 	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(pc), pc); err != nil {

@@ -80,6 +80,7 @@ const (
 // admission and, for a delete that got past it, in the controller; with the
 // objects gone the uninstall completes.
 func TestNothingLost(t *testing.T) {
+	t.Parallel()
 	e := startEnvWithoutOperator(t, 3)
 	webhook := sandboxtest.FreeAddr(t)
 	start := func() { e.startOperator(func(o *operator.Options) { o.WebhookAddr = webhook }) }
@@ -235,6 +236,7 @@ func (e *env) reviewDelete(t *testing.T, addr string, kv *v1.KubeVirt) *admissio
 // the API server calling webhooks and the operator stopped, a metadata-only
 // update of the CR (a finalizer, a label) is admitted, a spec edit refused.
 func TestMetadataEditsNeedNoOperator(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, 3, func(o *sandbox.Options) { o.Webhooks = true })
 	// virt-api's webhooks (failurePolicy Fail, on instancetypes among others)
 	// have no backend here: the install writes no object they check.

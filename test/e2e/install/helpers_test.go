@@ -51,7 +51,9 @@ func init() {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(f)))
 }
 
-// env is a sandbox with the operator running in this process.
+// env is a sandbox with the operator running in this process. Every test of
+// the package starts its own and calls t.Parallel: nothing is shared between
+// tests but the RBAC record (locked) and the built binaries (built once).
 type env struct {
 	t      testing.TB
 	sb     *sandbox.Sandbox

@@ -25,6 +25,7 @@ import (
 )
 
 func TestInstallUpgradeAndUninstall(t *testing.T) {
+	t.Parallel()
 	audit := filepath.Join(t.TempDir(), "audit.log")
 	e := startEnv(t, 3, func(o *sandbox.Options) { o.AuditLog = audit })
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 // controller cannot create the pod, and the CR says so within seconds instead
 // of staying Deploying in silence.
 func TestStrategyJobWithoutItsServiceAccountIsDegraded(t *testing.T) {
+	t.Parallel()
 	const missing = "virt-operator-missing"
 	e := startEnvWithoutOperator(t, 3)
 	e.startOperator(func(o *operator.Options) { o.ServiceAccount = missing })

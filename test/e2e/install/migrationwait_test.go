@@ -43,6 +43,7 @@ func (e *env) handlerPods() map[string]corev1.Pod {
 // upgrade completes. Order and state only: no pod replaced while the
 // migration was unfinished, the wait seen while it was.
 func TestHandlerCanaryWaitsForMigration(t *testing.T) {
+	t.Parallel()
 	// Long enough to outlast the upgrade's way to the canary (seconds in the
 	// sandbox); the test fails, saying so, if the migration ends first.
 	const migrationDuration = 45 * time.Second

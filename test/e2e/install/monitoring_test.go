@@ -31,6 +31,7 @@ import (
 // then reads the operator's authenticated metrics through config/prometheus's
 // binding.
 func TestMonitoringArrivingLaterHealsTheStrategy(t *testing.T) {
+	t.Parallel()
 	e := startEnvWithoutOperator(t, 3)
 	metricsAddr := sandboxtest.FreeAddr(t)
 	e.startOperator(func(o *operator.Options) { o.MetricsAddr = metricsAddr })

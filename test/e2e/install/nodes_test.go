@@ -54,6 +54,7 @@ func (e *env) addNotReadyNode(t *testing.T) {
 // node, and the upgrade completes, naming the node it left out. On the way, an
 // updated pod restarting after the widening (a node reboot) is tolerated.
 func TestNotReadyNodeIsNeitherCanaryNorBlocker(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, 20)
 	e.addNotReadyNode(t)
 	e.createKubeVirt(v1.KubeVirtSpec{})

@@ -37,6 +37,7 @@ func (e *env) handlerPodsOn(tag string) int {
 // spec.paused before an upgrade starts nothing; paused in the fast step, no
 // further virt-handler pod is updated for 30 s; resumed, the upgrade completes.
 func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
+	t.Parallel()
 	const nodes = 16
 	e := startEnv(t, nodes)
 	one := intstr.FromInt32(1) // one pod at a time: a fast step slow enough to pause in

@@ -51,6 +51,7 @@ var estimateLine = regexp.MustCompile(`Estimate: ([0-9hms.]+) for the control pl
 // against the upgrade that follows is logged (how long an upgrade takes is the
 // machine's speed, not a behaviour). Bad input exits 2.
 func TestPlanBeforeEachUpgrade(t *testing.T) {
+	t.Parallel()
 	const nodes, vms = 10, 12
 	const bake = 3 * time.Second
 	e := startEnv(t, nodes, sandboxtest.WithMigrationDuration(300*time.Millisecond))

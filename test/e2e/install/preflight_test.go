@@ -19,6 +19,7 @@ import (
 // Upgradeable False naming the image and node; the documented override
 // releases it.
 func TestPreflightHoldsAnUnpullableUpgrade(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, 4)
 	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4", HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: time.Second}}})
 	e.waitAvailable(3 * time.Minute)

@@ -53,6 +53,7 @@ func (p *operatorProcess) kill() {
 // The operator SIGKILLed at a random moment of an install and of an upgrade,
 // then restarted, still converges: every step is re-derived from the cluster.
 func TestOperatorKilledMidRolloutConverges(t *testing.T) {
+	t.Parallel()
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	t.Logf("seed %d", seed)

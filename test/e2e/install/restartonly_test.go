@@ -24,6 +24,7 @@ import (
 // which every object's stamps follow, yet only the named pods are replaced
 // and no certificate is reissued.
 func TestChangesRestartOnlyWhatTheyChange(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, 3)
 	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4", ImageRegistry: "quay.io/kubevirt"})
 	e.waitAvailable(5 * time.Minute)

@@ -120,6 +120,7 @@ func (w *conditionWatch) end() []string {
 // upstream's operator reaches Available again on its own install; the CR then
 // deletes cleanly.
 func TestTakeOverFromUpstreamAndHandBack(t *testing.T) {
+	t.Parallel()
 	const release = "v1.9.0"
 	e := startEnvWithoutOperator(t, 5, sandboxtest.WithUpstreamOperator(t, release))
 	sandboxtest.PrepareUpstreamOperator(t, e.sb)

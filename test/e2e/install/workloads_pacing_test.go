@@ -35,6 +35,7 @@ func (e *env) createGroup(vc client.Client, prefix string, count int, labels, an
 // growing gaps and is reported after three failures; VMs labelled "None" are
 // never touched.
 func TestWorkloadUpdatesPacedByCapacity(t *testing.T) {
+	t.Parallel()
 	const (
 		nodes, pinned, spread = 20, 40, 357
 		T                     = 500 * time.Millisecond
@@ -186,6 +187,7 @@ func launcherPods(e *env, vmis []string) []string {
 // virt-controller, which the VM simulator plays: the operator creates no
 // migration, evicts nothing, and says who acts.
 func TestUpstreamsFieldLeavesTheMovesToVirtController(t *testing.T) {
+	t.Parallel()
 	e := startEnv(t, 3, sandboxtest.WithMigrationDuration(300*time.Millisecond))
 	e.createKubeVirt(v1.KubeVirtSpec{
 		WorkloadUpdateStrategy: v1.KubeVirtWorkloadUpdateStrategy{

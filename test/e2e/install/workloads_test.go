@@ -339,6 +339,7 @@ func (e *env) vmiNodes() (nodeOf map[string]string, busiest int) {
 // operator is killed and restarted half-way, and the count drains to zero with no
 // VMI migrated twice.
 func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
+	t.Parallel()
 	const (
 		vms, nonMigratable = 200, 50
 		interval           = 3 * time.Second
