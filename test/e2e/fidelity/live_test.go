@@ -124,7 +124,7 @@ var knownDifferences = []liveRule{
 // own operator leaves running: for each supported release, upstream's virt-operator
 // (from ../shared/upstream, a host process: sandboxtest.StartUpstreamOperator)
 // installs KubeVirt on a fresh sandbox until its CR is Available and the cluster is
-// quiet; then this operator does the same on another fresh sandbox, from the same
+// quiet; beside it this operator does the same on another fresh sandbox, from the same
 // KubeVirt CR and the same VIRT_OPERATOR_IMAGE. Every object the install created or
 // changed, of every kind the API server lists, is read on both and compared object
 // by object and field by field (strategydiff), without what the API server and the
