@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,7 +69,16 @@ func (d demo) run(ctx context.Context, out io.Writer, vc client.Client, kv clien
 			fmt.Fprintf(out, "  %6s  %s\n", since(start), line)
 			last = line
 		}
-		return deployedOnTarget(k) && k.Status.ObservedKubeVirtVersion == d.UpgradeTo && noneOutdated(k)
+		if !deployedOnTarget(k) || k.Status.ObservedKubeVirtVersion != d.UpgradeTo || !noneOutdated(k) {
+			return false
+		}
+		// The count can still be the one taken before the upgrade (0, every VMI
+		// on the old launcher then): the VMIs themselves say when they moved.
+		var vmis v1.VirtualMachineInstanceList
+		if err := vc.List(ctx, &vmis, client.InNamespace(vmsim.DefaultNamespace)); err != nil {
+			return false
+		}
+		return allOnLauncher(vmis.Items, names, targetLauncher(k))
 	})
 	if err != nil {
 		return err
@@ -85,6 +95,19 @@ func noneOutdated(k *v1.KubeVirt) bool {
 	}
 	n := k.Status.OutdatedVirtualMachineInstanceWorkloads
 	return n != nil && *n == 0
+}
+
+// allOnLauncher: every named VMI is Running on launcher image.
+func allOnLauncher(vmis []v1.VirtualMachineInstance, names []string, image string) bool {
+	on := 0
+	for i := range vmis {
+		vmi := &vmis[i]
+		if slices.Contains(names, vmi.Name) && vmi.Status.Phase == v1.VMIRunning &&
+			vmi.Status.LauncherContainerImageVersion == image {
+			on++
+		}
+	}
+	return on == len(names)
 }
 
 func deployedOnTarget(k *v1.KubeVirt) bool {
