@@ -76,9 +76,10 @@ test-integration: cluster-bins
 
 # Two packages at a time, and in the install and fidelity packages two tests at a
 # time (t.Parallel, each on its own sandbox): the machine's two cores are then
-# mostly busy, where one test at a time left them idle half the time.
+# mostly busy, where one test at a time left them idle half the time. The tests
+# run the binaries make build wrote (else each test process builds its own).
 test-e2e: cluster-bins build
-	go test $(GO_TEST_FLAGS) -timeout 40m -p 2 ./test/e2e/...
+	VIRT_OPERATOR_TEST_BINARIES=$(ROOT)/bin go test $(GO_TEST_FLAGS) -timeout 40m -p 2 ./test/e2e/...
 
 # Every relative link and #anchor of the tracked Markdown files resolves (hack/mdlinks).
 docs-check:
@@ -102,7 +103,7 @@ BENCH_DIR := $(CACHE)/bench
 bench: cluster-bins build
 	mkdir -p $(BENCH_DIR) && rm -f $(BENCH_DIR)/scale.md
 	go test -run '^$$' -bench . -benchmem ./internal/... | tee $(BENCH_DIR)/unit.txt
-	BENCH_REPORT_DIR=$(BENCH_DIR) go test -run '^$$' -bench 'Lifecycle|HandlerCanary200|WorkloadUpdate1000|Scale1000' -benchtime 1x -timeout 90m ./test/e2e/install/ | tee $(BENCH_DIR)/e2e.txt
+	VIRT_OPERATOR_TEST_BINARIES=$(ROOT)/bin BENCH_REPORT_DIR=$(BENCH_DIR) go test -run '^$$' -bench 'Lifecycle|HandlerCanary200|WorkloadUpdate1000|Scale1000' -benchtime 1x -timeout 90m ./test/e2e/install/ | tee $(BENCH_DIR)/e2e.txt
 	go run ./hack/benchmd -out BENCHMARKS.md $(BENCH_DIR)/unit.txt $(BENCH_DIR)/e2e.txt $(BENCH_DIR)/scale.md
 
 clean:

@@ -25,10 +25,17 @@ var (
 	sandboxBin  = &binary{pkg: "./cmd/virt-sandbox", name: "virt-sandbox"}
 )
 
+// BinariesEnv names a folder holding virt-operator and virt-sandbox built from
+// this tree (make test-e2e sets it to bin/, which make build has just written):
+// the tests use them instead of building their own, which every e2e test
+// process did, a link of both per package.
+const BinariesEnv = "VIRT_OPERATOR_TEST_BINARIES"
+
 // OperatorBinary builds ./cmd/virt-operator (once per test process) into
-// <repo>/.cache/test-bin/virt-operator and returns its path; a build failure fails
-// the test with the compiler's output. Up links the binary into the sandbox
-// directory, so a later rebuild does not affect running sandboxes.
+// <repo>/.cache/test-bin/virt-operator and returns its path, or returns
+// $VIRT_OPERATOR_TEST_BINARIES/virt-operator when that is set; a build failure
+// (or a missing binary there) fails the test with the reason. Up links the binary
+// into the sandbox directory, so a later rebuild does not affect running sandboxes.
 func OperatorBinary(t testing.TB) string {
 	t.Helper()
 	return operatorBin.build(t)
@@ -52,11 +59,33 @@ func WithHostExec(t testing.TB) func(*sandbox.Options) {
 
 func (b *binary) build(t testing.TB) string {
 	t.Helper()
-	b.once.Do(func() { b.path, b.err = buildCommand(b.pkg, b.name) })
+	b.once.Do(func() {
+		if dir := os.Getenv(BinariesEnv); dir != "" {
+			b.path, b.err = prebuilt(dir, b.name)
+			return
+		}
+		b.path, b.err = buildCommand(b.pkg, b.name)
+	})
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.path
+}
+
+// prebuilt is dir/name, an executable file, or an error naming what is wrong.
+func prebuilt(dir, name string) (string, error) {
+	path, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("$%s=%s: %w (make build writes it)", BinariesEnv, dir, err)
+	case !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("$%s=%s: %s is not an executable file", BinariesEnv, dir, path)
+	}
+	return path, nil
 }
 
 func buildCommand(pkg, name string) (string, error) {
