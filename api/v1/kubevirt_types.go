@@ -518,6 +518,14 @@ type WorkloadUpdatesStatus struct {
 	// NeedsAttentionVMIs names up to 10 of them (namespace/name).
 	// +listType=atomic
 	NeedsAttentionVMIs []string `json:"needsAttentionVMIs,omitempty"`
+	// NotMovable counts outdated VMIs to live-migrate that no other node can
+	// take (none schedulable, none matching their node selector or affinity, or
+	// none whose taints they tolerate) and that may not be evicted: no migration
+	// is created for them.
+	NotMovable int `json:"notMovable,omitempty"`
+	// NotMovableVMIs names up to 10 of them with why ("namespace/name: reason").
+	// +listType=atomic
+	NotMovableVMIs []string `json:"notMovableVMIs,omitempty"`
 	// Paused is spec.workloadUpdates.paused as the updater last read it.
 	Paused bool `json:"paused,omitempty"`
 	// Window says whether new moves may start now.

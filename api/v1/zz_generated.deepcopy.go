@@ -1384,6 +1384,11 @@ func (in *WorkloadUpdatesStatus) DeepCopyInto(out *WorkloadUpdatesStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.NotMovableVMIs != nil {
+		in, out := &in.NotMovableVMIs, &out.NotMovableVMIs
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Window != nil {
 		in, out := &in.Window, &out.Window
 		*out = new(WorkloadUpdateWindowStatus)

@@ -2,7 +2,6 @@ package operator
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -12,8 +11,9 @@ import (
 
 // cacheTransform drops, before an object enters the cache, what the operator
 // never reads: every object's managedFields (often the largest part of small
-// objects); of a VMI its spec (the workload updater and the uninstall guard read
-// only metadata and status; a VMI's spec holds its whole domain), the annotations
+// objects); of a VMI its spec but its placement (the workload updater reads its
+// node selector, affinity and tolerations to know whether a migration could
+// land anywhere; a VMI's spec holds its whole domain), the annotations
 // the updater does not read, and its conditions' reasons, messages and probe
 // times (the updater reads type and status); of a finished migration what the
 // backoff does not read (it reads the phase and when it failed), as finished
@@ -47,7 +47,7 @@ func cacheTransform() toolscache.TransformFunc {
 }
 
 func trimVMI(vmi *v1.VirtualMachineInstance) {
-	vmi.Spec = runtime.RawExtension{}
+	vmi.Spec = workloadupdate.PlacementOnly(vmi.Spec)
 	var kept map[string]string
 	for _, k := range workloadupdate.VMIAnnotations {
 		if v, ok := vmi.Annotations[k]; ok {

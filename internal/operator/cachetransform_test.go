@@ -27,6 +27,16 @@ func TestCacheTransform(t *testing.T) {
 	if got.ManagedFields != nil || got.Spec.Raw != nil || got.Status.NodeName != "n1" || got.Name != "vm" {
 		t.Fatalf("VMI after the transform: %+v", got)
 	}
+	// Of the spec, the placement stays: the updater checks migration targets.
+	placed := &v1.VirtualMachineInstance{Spec: runtime.RawExtension{Raw: []byte(
+		`{"domain":{"devices":{}},"nodeSelector":{"gpu":"yes"},"tolerations":[{"key":"k","operator":"Exists"}]}`)}}
+	out, err = transform(placed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw := string(out.(*v1.VirtualMachineInstance).Spec.Raw); raw != `{"nodeSelector":{"gpu":"yes"},"tolerations":[{"key":"k","operator":"Exists"}]}` {
+		t.Fatalf("VMI spec after the transform: %s, want its node selector and tolerations only", raw)
+	}
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ManagedFields: managed, Labels: map[string]string{"kubevirt.io": "virt-handler"}},
 		Spec: corev1.PodSpec{NodeName: "n1", ServiceAccountName: "kubevirt-handler",

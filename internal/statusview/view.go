@@ -51,7 +51,7 @@ func Done(kv *v1.KubeVirt) bool {
 	case w == nil || w.DeploymentID != st.TargetDeploymentID:
 		return w == nil || w.Actor == v1.ActorNone
 	case w.Actor == v1.ActorVirtOperator:
-		return w.Outdated-leftAlone(w.Choices) == w.NeedsAttention && w.MigrationsInFlight == 0
+		return w.Outdated-leftAlone(w.Choices) == w.NeedsAttention+w.NotMovable && w.MigrationsInFlight == 0
 	case w.Actor == v1.ActorVirtController:
 		return st.OutdatedVirtualMachineInstanceWorkloads != nil && *st.OutdatedVirtualMachineInstanceWorkloads == 0
 	}
@@ -191,6 +191,9 @@ func workloadLines(s Snapshot) []string {
 	if w.NeedsAttention > 0 {
 		extra = append(extra, fmt.Sprintf("%d need attention (%s)", w.NeedsAttention, strings.Join(w.NeedsAttentionVMIs, ", ")))
 	}
+	if w.NotMovable > 0 {
+		extra = append(extra, fmt.Sprintf("%d not movable (%s)", w.NotMovable, strings.Join(w.NotMovableVMIs, ", ")))
+	}
 	if w.Blocked != "" {
 		extra = append(extra, "waiting: "+w.Blocked)
 	}
@@ -214,7 +217,7 @@ func drainETA(kv *v1.KubeVirt, moved int, now time.Time) time.Duration {
 		return 0
 	}
 	elapsed := now.Sub(r.FinishedAt.Time)
-	return time.Duration(float64(elapsed) / float64(moved) * float64(w.Outdated-leftAlone(w.Choices)-w.NeedsAttention))
+	return time.Duration(float64(elapsed) / float64(moved) * float64(w.Outdated-leftAlone(w.Choices)-w.NeedsAttention-w.NotMovable))
 }
 
 // leftAlone counts the outdated VMIs no one moves by their own choice.

@@ -100,6 +100,11 @@ func TestRenderWorkloadUpdatesAndDone(t *testing.T) {
 	if !Done(kv) {
 		t.Fatal("not done with only the VMIs no one moves left")
 	}
+	kv.Status.WorkloadUpdates.Outdated, kv.Status.WorkloadUpdates.NotMovable = 4, 1
+	kv.Status.WorkloadUpdates.NotMovableVMIs = []string{"ns/solo: no other schedulable node"}
+	if !Done(kv) || !strings.Contains(Render(Snapshot{KubeVirt: kv, Now: now}), "1 not movable (ns/solo: no other schedulable node)") {
+		t.Fatalf("a VMI no node can take: done %v, screen:\n%s", Done(kv), Render(Snapshot{KubeVirt: kv, Now: now}))
+	}
 	kv.Status.WorkloadUpdates.Actor = v1.ActorVirtController
 	if Done(kv) {
 		t.Fatal("done without virt-controller's count")

@@ -37,7 +37,14 @@ const (
 	ReasonNeedsAttention = "WorkloadUpdateNeedsAttention"
 	// ReasonInvalidChoice: the VMI's ChoiceKey value means nothing.
 	ReasonInvalidChoice = "InvalidWorkloadUpdateMethod"
+	// ReasonNotMovable: no other node can take the VMI, and it may not be evicted.
+	ReasonNotMovable = "WorkloadUpdateNotMovable"
 )
+
+// MessageNotMovable is the ReasonNotMovable event message on the VMI.
+func MessageNotMovable(why string) string {
+	return "The VMI stays on the old launcher: it cannot be live-migrated (" + why + ") and its update methods do not allow eviction; no migration is created"
+}
 
 // Hotplug condition types upstream also treats as "migration required".
 const (

@@ -43,6 +43,11 @@
 //     to a maximum, counted from the failures since its last successful migration
 //     as the migrations list shows them, so a restart keeps it; after MaxFailures
 //     the VMI needs attention and is not migrated again (or is evicted).
+//   - Migration targets (targets.go): a VMI to migrate that no other usable node
+//     can take (Ready, uncordoned, matching its node selector and required
+//     affinity, taints tolerated) gets no migration: it is evicted when its
+//     methods allow, else reported not movable (Plan.NotMovable). A nil Targets
+//     checks nothing, as upstream's updater.
 //   - A VM's own choice (choice.go), label or annotation ChoiceKey: LiveMigrate,
 //     Evict or None; an invalid value leaves the VMI alone.
 //   - Pause and maintenance windows (window.go) hold new moves; aborts and what

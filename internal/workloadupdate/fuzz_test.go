@@ -55,6 +55,7 @@ func FuzzPlan(f *testing.F) {
 			if b&0x08 != 0 {
 				vmi.DeletionTimestamp = &ts
 			}
+			vmi.Status.NodeName = fmt.Sprintf("n%d", b%3)
 			vmis = append(vmis, vmi)
 		}
 		var migs []v1.VirtualMachineInstanceMigration
@@ -76,6 +77,15 @@ func FuzzPlan(f *testing.F) {
 			}}
 		if lastOff == 0 {
 			in.LastEvictionBatch = time.Time{}
+		}
+		if seed&4 != 0 { // nodes n0..n2, each usable or not by a bit of the seed
+			var nodes []corev1.Node
+			for i := range 3 {
+				n := node(fmt.Sprintf("n%d", i))
+				n.Spec.Unschedulable = seed&(8<<i) != 0
+				nodes = append(nodes, n)
+			}
+			in.Targets = NewTargets(nodes)
 		}
 		p := PlanUpdate(in)
 		checkInvariants(t, in, p)

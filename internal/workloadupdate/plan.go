@@ -27,6 +27,8 @@ type Inputs struct {
 	// Settling are VMIs whose workload-update migration just succeeded: a VMI
 	// still listing the old launcher is a stale copy, not a candidate.
 	Settling map[Key]bool
+	// Targets are the nodes migrations could land on; nil: not checked.
+	Targets *Targets
 }
 
 // MigrationRequest asks for one migration.
@@ -68,6 +70,9 @@ type Plan struct {
 	// NeedsAttention are the VMIs whose migrations failed MaxFailures times,
 	// with their failure counts, sorted.
 	NeedsAttention []Attention
+	// NotMovable are the VMIs to migrate that no other node can take, and that
+	// may not be evicted, with why, sorted: no migration is created for them.
+	NotMovable []Unmovable
 	// InvalidChoices are outdated VMIs whose choice value means nothing, with it.
 	InvalidChoices map[Key]string
 	// Hold says why nothing new starts (paused, outside the windows); empty when
@@ -82,6 +87,12 @@ type Plan struct {
 	Decisions map[Key]Decision
 	// RequeueAfter is when to look again without an event; 0 means only on events.
 	RequeueAfter time.Duration
+}
+
+// Unmovable is a VMI no migration can move, and why.
+type Unmovable struct {
+	Key    Key
+	Reason string
 }
 
 // Attention is a VMI that needs attention, and how many migrations failed.
@@ -117,6 +128,7 @@ func PlanUpdate(in Inputs) Plan {
 	c := classifyAll(in, ix, &p)
 	sort.Slice(p.Abort, func(i, j int) bool { return lessVMI(p.Abort[i].VMI, p.Abort[j].VMI) })
 	sort.Slice(p.NeedsAttention, func(i, j int) bool { return p.NeedsAttention[i].Key.String() < p.NeedsAttention[j].Key.String() })
+	sort.Slice(p.NotMovable, func(i, j int) bool { return p.NotMovable[i].Key.String() < p.NotMovable[j].Key.String() })
 
 	p.Window = maintenance.Evaluate(in.Windows, in.Now)
 	p.Hold = holdReason(in.Invalid, in.Paused, p.Window)
@@ -152,7 +164,11 @@ func classifyAll(in Inputs, ix Index, p *Plan) candidates {
 			continue // a list never holds one key twice; be safe anyway
 		}
 		choice, raw := ChoiceOf(vmi)
-		d := Classify(vmi, in.TargetLauncherImage, ix.Unfinished, choice.methodsFor(in.Methods))
+		methods := choice.methodsFor(in.Methods)
+		d := Classify(vmi, in.TargetLauncherImage, ix.Unfinished, methods)
+		if d.Bucket == Migrate && !in.Evicting[k] && !in.Settling[k] {
+			d = withTarget(in.Targets, p, vmi, methods, d)
+		}
 		switch {
 		case d.Bucket == Evict && in.Evicting[k]:
 			d.Bucket, d.Reason = InFlight, "eviction sent"
@@ -189,6 +205,22 @@ func classifyAll(in Inputs, ix Index, p *Plan) candidates {
 		}
 	}
 	return c
+}
+
+// withTarget keeps a VMI to migrate in Migrate when another node could take it;
+// else it is evicted when its methods allow, or left, reported not movable.
+func withTarget(t *Targets, p *Plan, vmi *v1.VirtualMachineInstance, m Methods, d Decision) Decision {
+	why := t.Why(vmi)
+	switch {
+	case why == "":
+		return d
+	case m.Evict:
+		d.Bucket, d.Reason = Evict, "no migration target ("+why+"), evicted instead"
+	default:
+		p.NotMovable = append(p.NotMovable, Unmovable{Key: KeyOf(vmi), Reason: why})
+		d.Bucket, d.Reason = Skip, "not movable: "+why
+	}
+	return d
 }
 
 // backOff applies the backoff to a VMI that would be migrated: it waits, or it

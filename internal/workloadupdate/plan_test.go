@@ -245,6 +245,9 @@ func checkInvariants(t *testing.T, in Inputs, p Plan) {
 		}
 	}
 	for _, r := range p.Migrate {
+		if why := in.Targets.Why(r.VMI); why != "" {
+			t.Fatalf("%s migrated though %s", KeyOf(r.VMI), why)
+		}
 		mark(r.VMI, "migrate")
 	}
 	for _, v := range p.Evict {

@@ -57,6 +57,10 @@ func NextStatus(prev *v1.WorkloadUpdatesStatus, r Report, p Plan, done Done) *v1
 	for _, a := range p.NeedsAttention[:min(maxNamed, len(p.NeedsAttention))] {
 		next.NeedsAttentionVMIs = append(next.NeedsAttentionVMIs, a.Key.String())
 	}
+	next.NotMovable = len(p.NotMovable)
+	for _, u := range p.NotMovable[:min(maxNamed, len(p.NotMovable))] {
+		next.NotMovableVMIs = append(next.NotMovableVMIs, u.Key.String()+": "+u.Reason)
+	}
 	if p.Window.Windows > 0 {
 		next.Window = &v1.WorkloadUpdateWindowStatus{Open: p.Window.Open}
 		if !p.Window.NextOpen.IsZero() {

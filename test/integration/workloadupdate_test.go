@@ -65,6 +65,19 @@ func newUpdaterHarnessFor(t *testing.T, spec v1.KubeVirtSpec) *updaterHarness {
 	if err := k8s.Get(ctx, client.ObjectKey{Name: wuNamespace}, &corev1.Namespace{}); err != nil {
 		must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wuNamespace}}))
 	}
+	// Two Ready nodes: a migration must have a node to land on, or the updater
+	// creates none (its VMIs, on no node, could go to either).
+	for _, name := range []string{"wu-node-a", "wu-node-b"} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		must(t, k8s.Create(ctx, node))
+		// The API server taints a new node not-ready; no node lifecycle
+		// controller runs here to lift the taint once it is Ready.
+		node.Spec.Taints = nil
+		must(t, k8s.Update(ctx, node))
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		must(t, k8s.Status().Update(ctx, node))
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
+	}
 	t.Cleanup(func() {
 		bg := context.Background()
 		_ = k8s.DeleteAllOf(bg, &v1.VirtualMachineInstance{}, client.InNamespace(wuNamespace))

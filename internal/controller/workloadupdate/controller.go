@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // It reads a VMI's launcher pods (in the VMI's namespace) before evicting them.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// Nodes: where a migration could land.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 
 // Reconciler moves the active KubeVirt's outdated VMIs onto the target launcher.
 type Reconciler struct {
@@ -52,8 +55,9 @@ type Reconciler struct {
 // not shown in the cache yet (an informer event normally comes first).
 const pendingRecheck = time.Second
 
-// SetupWithManager registers the controller: the KubeVirt CR, its VMIs and the
-// migrations all map to the active CR, so one reconcile sees the whole picture.
+// SetupWithManager registers the controller: the KubeVirt CR, its VMIs, the
+// migrations and the nodes (where migrations can land) all map to the active
+// CR, so one reconcile sees the whole picture.
 // VMI and migration events are dropped while the gate is closed (the CR's next
 // status change reopens it), VMI updates that change nothing the updater reads are
 // dropped always, and VMI events are gathered over vmiEventWindow.
@@ -64,6 +68,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&v1.KubeVirt{}, toActive, ctrl.WithPredicates(notOwnStatusWrite)).
 		Watches(&v1.VirtualMachineInstance{}, coalesce.Handler(vmiEventWindow, r.activeRequest), ctrl.WithPredicates(r.vmiPredicate())).
 		Watches(&v1.VirtualMachineInstanceMigration{}, toActive, ctrl.WithPredicates(r.openGatePredicate())).
+		Watches(&corev1.Node{}, toActive, ctrl.WithPredicates(r.openGatePredicate(), targetChanged)).
 		Complete(r)
 }
 
@@ -109,13 +114,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.Client.List(ctx, migs, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
+	targets, err := r.targets(ctx, settings.Methods)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	now := r.Clock.Now()
 	settings.LastEvictionBatch = r.pending.lastEvictionBatch(settings.LastEvictionBatch)
 	withPending, gaps := r.pending.view(now, target.image, vmis.Items, migs.Items)
 	plan := core.PlanUpdate(core.Inputs{
 		VMIs: vmis.Items, Migrations: withPending, TargetLauncherImage: target.image,
 		Settings: settings, Now: now, Seed: rand.Uint64(),
-		Evicting: gaps.evicting, Settling: gaps.settling,
+		Evicting: gaps.evicting, Settling: gaps.settling, Targets: targets,
 	})
 	plansTotal.Inc()
 	prev := r.pending.lastStatus(kv.Status.WorkloadUpdates)
@@ -148,6 +157,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	log.FromContext(ctx).V(1).Info("workload update", "actor", actor, "outdated", plan.Outdated, "created", done.Created,
 		"evicted", done.Evicted, "aborted", len(plan.Abort), "blocked", blocked)
 	return result, nil
+}
+
+// targets are the nodes a migration could land on, read from the cache when
+// migrations may be created (nil otherwise: nothing to check).
+func (r *Reconciler) targets(ctx context.Context, m core.Methods) (*core.Targets, error) {
+	if !m.LiveMigrate {
+		return nil, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return core.NewTargets(nodes.Items), nil
 }
 
 // observeReason is status.workloadUpdates.blocked when another actor, or none,

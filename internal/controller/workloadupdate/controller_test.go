@@ -3,6 +3,7 @@ package workloadupdate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,18 @@ type harness struct {
 	rec *events.FakeRecorder
 }
 
+// readyNode is a node a migration can land on.
+func readyNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+}
+
+// newHarness runs the reconciler on a fake client holding objs and kv, and
+// three Ready nodes a, b and c unless objs hold nodes.
 func newHarness(t *testing.T, kv *v1.KubeVirt, objs ...client.Object) *harness {
+	if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*corev1.Node); return ok }) {
+		objs = append(objs, readyNode("a"), readyNode("b"), readyNode("c"))
+	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(append(objs, kv)...).
 		WithStatusSubresource(&v1.KubeVirt{}).Build()
 	rec := events.NewFakeRecorder(100)
@@ -271,5 +283,76 @@ func TestWatchPredicates(t *testing.T) {
 	// come and go.
 	if !p.Create(event.CreateEvent{Object: old}) || !p.Delete(event.DeleteEvent{Object: old}) {
 		t.Error("a VMI created or deleted was dropped while the gate is closed")
+	}
+}
+
+// On a one-node cluster no migration is created: the VMIs are reported not
+// movable at once; a second node that becomes usable lets them go.
+func TestReconcileCreatesNoMigrationWithoutATarget(t *testing.T) {
+	only := readyNode("a")
+	h := newHarness(t, deployedKubeVirt(v1.KubeVirtSpec{WorkloadUpdates: ours}),
+		only, outdatedVMI("a1", "a", nil), outdatedVMI("a2", "a", nil))
+	h.reconcile()
+	if n := len(h.migrations()); n != 0 {
+		t.Fatalf("%d migrations on one node, want none", n)
+	}
+	w := h.status().Status.WorkloadUpdates
+	if w == nil || w.NotMovable != 2 || len(w.NotMovableVMIs) != 2 || w.NotMovableVMIs[0] != "vms/a1: no other schedulable node" {
+		t.Fatalf("status.workloadUpdates %+v, want both VMIs not movable, named with the reason", w)
+	}
+	if ev := h.events(); len(ev) != 2 || !strings.Contains(ev[0], core.ReasonNotMovable) || !strings.Contains(ev[0], "no other schedulable node") {
+		t.Fatalf("events %q, want one %s per VMI naming why", ev, core.ReasonNotMovable)
+	}
+	h.reconcile()
+	if ev := h.events(); len(ev) != 0 {
+		t.Fatalf("a second pass announced %q again", ev)
+	}
+	second := readyNode("b")
+	second.Spec.Unschedulable = true
+	if err := h.c.Create(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if n := len(h.migrations()); n != 0 {
+		t.Fatalf("%d migrations with the second node cordoned, want none", n)
+	}
+	second.Spec.Unschedulable = false
+	if err := h.c.Update(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if n := len(h.migrations()); n != 1 {
+		t.Fatalf("%d migrations once node b is uncordoned, want 1 (one per source node)", n)
+	}
+	if w := h.status().Status.WorkloadUpdates; w.NotMovable != 0 || w.NotMovableVMIs != nil {
+		t.Errorf("status still reports not movable VMIs: %+v", w)
+	}
+}
+
+func TestTargetChangedPredicate(t *testing.T) {
+	old := readyNode("a")
+	old.ResourceVersion = "1"
+	heartbeat := old.DeepCopy()
+	heartbeat.ResourceVersion = "2"
+	heartbeat.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0)
+	heartbeat.Status.Images = []corev1.ContainerImage{{Names: []string{"x"}}}
+	cordoned := old.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	notReady := old.DeepCopy()
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	labelled := old.DeepCopy()
+	labelled.Labels = map[string]string{core.SchedulableLabel: "false"}
+	tainted := old.DeepCopy()
+	tainted.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+	for name, c := range map[string]struct {
+		new  *corev1.Node
+		want bool
+	}{
+		"a heartbeat": {heartbeat, false}, "cordoned": {cordoned, true}, "not Ready": {notReady, true},
+		"labelled": {labelled, true}, "tainted": {tainted, true},
+	} {
+		if got := targetChanged.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: c.new}); got != c.want {
+			t.Errorf("%s: passes %v, want %v", name, got, c.want)
+		}
 	}
 }

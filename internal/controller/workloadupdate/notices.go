@@ -38,8 +38,8 @@ func (n *notices) fresh(current []string) []string {
 	return out
 }
 
-// announce sends a Warning for each VMI newly needing attention and each new
-// invalid choice.
+// announce sends a Warning for each VMI newly needing attention, newly not
+// movable, and each new invalid choice.
 func (r *Reconciler) announce(p core.Plan, evict bool) {
 	type notice struct {
 		vmi          core.Key
@@ -50,6 +50,11 @@ func (r *Reconciler) announce(p core.Plan, evict bool) {
 	for _, a := range p.NeedsAttention {
 		k := fmt.Sprintf("attention/%s/%d", a.Key, a.Failures)
 		byKey[k] = notice{a.Key, core.ReasonNeedsAttention, core.MessageNeedsAttention(a.Failures, evict)}
+		keys = append(keys, k)
+	}
+	for _, u := range p.NotMovable {
+		k := "notmovable/" + u.Key.String() + "/" + u.Reason
+		byKey[k] = notice{u.Key, core.ReasonNotMovable, core.MessageNotMovable(u.Reason)}
 		keys = append(keys, k)
 	}
 	for vmi, raw := range p.InvalidChoices {

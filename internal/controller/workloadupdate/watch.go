@@ -3,6 +3,7 @@ package workloadupdate
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -35,6 +36,29 @@ var notOwnStatusWrite = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bo
 	}
 	return !equality.Semantic.DeepEqual(strip(o), strip(n))
 }}
+
+// targetChanged passes node events that can change where a migration may
+// land: a node added or removed, cordoned or uncordoned, Ready or not, its
+// labels or taints edited. Heartbeats and image lists do not.
+var targetChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, okO := e.ObjectOld.(*corev1.Node)
+	n, okN := e.ObjectNew.(*corev1.Node)
+	if !okO || !okN {
+		return true
+	}
+	return o.Spec.Unschedulable != n.Spec.Unschedulable || nodeReady(o) != nodeReady(n) ||
+		!equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+}}
+
+func nodeReady(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
 
 // openGatePredicate drops every event while the gate is closed.
 func (r *Reconciler) openGatePredicate() predicate.Predicate {

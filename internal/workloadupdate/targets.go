@@ -1,0 +1,129 @@
+package workloadupdate
+
+import (
+	"encoding/json"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	v1 "github.com/virt-operator/virt-operator/api/v1"
+)
+
+// SchedulableLabel is virt-handler's mark on its node: "false" means the node
+// cannot run VMs now (its virt-handler is gone or not ready). An absent label is
+// not held against a node: the operator does not second-guess the scheduler.
+const SchedulableLabel = "kubevirt.io/schedulable"
+
+// Placement is what of a VMI's spec decides where it may run: the fields the
+// target check reads, the only ones of the spec the operator's cache keeps.
+type Placement struct {
+	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
+	Affinity     *corev1.Affinity    `json:"affinity,omitempty"`
+	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// PlacementOf reads a VMI spec's placement; a spec that cannot be read is an
+// error naming why.
+func PlacementOf(spec runtime.RawExtension) (Placement, error) {
+	var p Placement
+	raw := spec.Raw
+	if len(raw) == 0 && spec.Object != nil {
+		var err error
+		if raw, err = json.Marshal(spec.Object); err != nil {
+			return p, err
+		}
+	}
+	if len(raw) == 0 {
+		return p, nil
+	}
+	err := json.Unmarshal(raw, &p)
+	return p, err
+}
+
+// PlacementOnly is spec reduced to its placement (empty when it has none, or
+// cannot be read: the check then takes the VMI as movable).
+func PlacementOnly(spec runtime.RawExtension) runtime.RawExtension {
+	p, err := PlacementOf(spec)
+	if err != nil || (len(p.NodeSelector) == 0 && p.Affinity == nil && len(p.Tolerations) == 0) {
+		return runtime.RawExtension{}
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return runtime.RawExtension{}
+	}
+	return runtime.RawExtension{Raw: raw}
+}
+
+// Targets answers whether a VMI could be live-migrated to another node: a node
+// that is Ready, not cordoned, not being deleted and not marked unschedulable by
+// virt-handler, that matches the VMI's node selector and required node affinity,
+// and whose NoSchedule and NoExecute taints the VMI tolerates. A migration that
+// no node can take would only fail, back off and end as "needs attention".
+type Targets struct {
+	usable []*corev1.Node
+}
+
+// NewTargets keeps the nodes a migration could land on.
+func NewTargets(nodes []corev1.Node) *Targets {
+	t := &Targets{}
+	for i := range nodes {
+		n := &nodes[i]
+		if n.DeletionTimestamp == nil && !n.Spec.Unschedulable && n.Labels[SchedulableLabel] != "false" && ready(n) {
+			t.usable = append(t.usable, n)
+		}
+	}
+	return t
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Why is "" when some node other than the VMI's own could take it, else why
+// none can. A nil Targets checks nothing (upstream's updater does not).
+func (t *Targets) Why(vmi *v1.VirtualMachineInstance) string {
+	if t == nil {
+		return ""
+	}
+	p, err := PlacementOf(vmi.Spec)
+	if err != nil {
+		return "" // the migration itself will say what is wrong with the spec
+	}
+	others := 0
+	affinity := nodeaffinity.NewRequiredNodeAffinity(p.NodeSelector, p.Affinity)
+	matching := 0
+	for _, n := range t.usable {
+		if n.Name == vmi.Status.NodeName {
+			continue
+		}
+		others++
+		if ok, err := affinity.Match(n); err != nil || !ok {
+			continue
+		}
+		matching++
+		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, p.Tolerations,
+			scheduling, false); !untolerated {
+			return ""
+		}
+	}
+	switch {
+	case others == 0:
+		return "no other schedulable node"
+	case matching == 0:
+		return "no other schedulable node matches its node selector and affinity"
+	}
+	return "every other schedulable node matching it has a taint it does not tolerate"
+}
+
+// scheduling keeps the taints that keep a new pod off a node.
+func scheduling(t *corev1.Taint) bool {
+	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+}
