@@ -358,9 +358,16 @@ func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
 	if inFirst > 4 {
 		t.Errorf("%d evictions Evented within the interval after the first batch, batch size 4", inFirst)
 	}
-	kv := h.kubeVirt()
-	if w := kv.Status.WorkloadUpdates; w == nil || w.Evicted != 6 || w.LastEvictionBatch == nil {
-		t.Fatalf("status.workloadUpdates = %+v, want 6 evicted and a batch time", w)
+	// The count is published after a batch's evictions, which the pods show
+	// first: wait for it rather than read it once (read at once, a loaded
+	// machine saw the first batch's 3).
+	var w *v1.WorkloadUpdatesStatus
+	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		w = h.kubeVirt().Status.WorkloadUpdates
+		return w != nil && w.Evicted == 6 && w.LastEvictionBatch != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("status.workloadUpdates = %+v, want 6 evicted and a batch time: %v", w, err)
 	}
 }
 
