@@ -252,6 +252,7 @@ func planInput(ctx context.Context, c client.Client, serverVersion func() (*vers
 	if in.Preflight, err = planPreflight(ctx, c, serverVersion, in.NewConfig, desired); err != nil {
 		return in, err
 	}
+	in.Preflight = append([]v1.PreflightCheck{preflight.UpgradePath(observed, in.NewConfig.KubeVirtVersion)}, in.Preflight...)
 	return in, nil
 }
 

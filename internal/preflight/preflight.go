@@ -1,5 +1,6 @@
 // Package preflight owns the checks an upgrade must pass before its first
-// step: the target release supports the cluster's Kubernetes, the target's
+// step: the step crosses at most one minor release (path.go), the target
+// release supports the cluster's Kubernetes, the target's
 // images can be pulled on the nodes (a short pre-pull pod per node pool), the
 // CRD changes keep every stored version served, the CRDs the target drops are
 // named with what becomes of their objects, and GA feature gates the CR still
@@ -259,7 +260,7 @@ func unknownSkips(kv *v1.KubeVirt) string {
 	var unknown []string
 	for _, s := range strings.Split(kv.Annotations[SkipAnnotation], ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "", "all", CheckKubernetes, CheckImages, CheckStoredVersions, CheckDeprecated, CheckRemovedCRDs:
+		case "", "all", CheckUpgradePath, CheckKubernetes, CheckImages, CheckStoredVersions, CheckDeprecated, CheckRemovedCRDs:
 		default:
 			unknown = append(unknown, strconv.Quote(s))
 		}

@@ -106,7 +106,7 @@ func summary(kv *v1.KubeVirt, checks []v1.PreflightCheck) string {
 }
 
 func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *deployid.Config, s *strategy.Strategy) ([]v1.PreflightCheck, error) {
-	var checks []v1.PreflightCheck
+	checks := []v1.PreflightCheck{preflight.UpgradePath(kv.Status.ObservedKubeVirtVersion, cfg.KubeVirtVersion)}
 	rel, known := release.Lookup(cfg.KubeVirtVersion)
 	switch {
 	case !known:

@@ -2,7 +2,8 @@
 // know (v1.7.4) from that release's own operator image, which the install-strategy
 // Job runs in upstream's --dump-install-strategy mode (here KubeVirt's own v1.7.4
 // binary, from ../shared/upstream, on the sandbox's Job runner), then upgrades it to
-// v1.8.4 and v1.9.0, which the builtin generator renders.
+// v1.8.4 and v1.9.0, which the builtin generator renders. Asked for v1.9.0 straight
+// from v1.7.4 first, the preflight holds the skip of a minor and names the hop.
 package delegation_test
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/operator"
+	"github.com/virt-operator/virt-operator/internal/preflight"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 	"github.com/virt-operator/virt-operator/internal/strategy"
@@ -80,19 +82,25 @@ func TestUnknownReleaseFromItsOwnOperatorThenUpgrades(t *testing.T) {
 	if err := c.Create(t.Context(), kv); err != nil {
 		t.Fatal(err)
 	}
+	setTag := func(version string) {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(t.Context(), client.ObjectKeyFromObject(kv), kv); err != nil {
+				return err
+			}
+			kv.Spec.ImageTag = version
+			return c.Update(t.Context(), kv)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, version := range []string{"v1.7.4", "v1.8.4", "v1.9.0"} {
+		if i == 1 {
+			skipAMinor(t, c, kv, setTag)
+		}
 		start := time.Now()
 		if i > 0 {
-			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				if err := c.Get(t.Context(), client.ObjectKeyFromObject(kv), kv); err != nil {
-					return err
-				}
-				kv.Spec.ImageTag = version
-				return c.Update(t.Context(), kv)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			setTag(version)
 		}
 		sandboxtest.Eventually(t, 4*time.Minute, "KubeVirt "+version+" Available", func() (bool, error) {
 			watchJobs()
@@ -128,6 +136,32 @@ func TestUnknownReleaseFromItsOwnOperatorThenUpgrades(t *testing.T) {
 	if len(cms.Items) != 1 || cms.Items[0].Annotations[metadata.InstallStrategyVersionAnnotation] != "v1.9.0" {
 		t.Errorf("%d strategy ConfigMaps left, want v1.9.0's only", len(cms.Items))
 	}
+}
+
+// skipAMinor asks for v1.9.0 while v1.7.4 runs: the preflight holds it, naming
+// the hop to take (v1.8.4), and nothing of v1.9.0 is rolled out.
+func skipAMinor(t *testing.T, c client.Client, kv *v1.KubeVirt, setTag func(string)) {
+	t.Helper()
+	setTag("v1.9.0")
+	var held string
+	sandboxtest.Eventually(t, 3*time.Minute, "v1.7.4 -> v1.9.0 held by the preflight", func() (bool, error) {
+		got := &v1.KubeVirt{}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(kv), got); err != nil {
+			return false, err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == v1.KubeVirtConditionUpgradeable && cond.Status == corev1.ConditionFalse && cond.Reason == preflight.CheckUpgradePath {
+				held = cond.Message
+				return got.Status.RolloutHold != nil, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %+v", got.Status.Conditions)
+	})
+	if !strings.Contains(held, "set spec.imageTag to v1.8.4") || !strings.Contains(held, "v1.8.4, then v1.9.0") {
+		t.Errorf("the hold says %q, want the hop v1.8.4 named", held)
+	}
+	t.Logf("held: %s", held)
+	checkRunning(t, c, "v1.7.4")
 }
 
 // checkRunning: every component Deployment and the DaemonSet run version's images
