@@ -30,15 +30,13 @@ const (
 	// oldLauncher is the launcher the test's VMIs pretend to run: a release
 	// before the installed one, so both updaters find them outdated.
 	oldLauncher = "quay.io/kubevirt/virt-launcher:v1.8.4"
-	// vmiNode is where every test VMI runs. Nothing completes a migration here
-	// (no virt-handler), and none gets far: virt-controller cannot render the
-	// target pod of a containerDisk VMI whose launcher pod reports no image digest
-	// (kwok reports none), so migrations stay Pending, where deleting one cancels
-	// it cleanly. Should a target pod be made, it would stay unschedulable: it is
-	// anti-affine to its source and bound by the VMI's node selector to the same
-	// node.
-	vmiNode = "node-001"
-	vmiNS   = "default"
+	// Nothing completes a migration here (no virt-handler), and none gets far:
+	// virt-controller cannot render the target pod of a containerDisk VMI whose
+	// launcher pod reports no image digest (kwok reports none), so migrations
+	// stay Pending, where deleting one cancels it cleanly. The VMIs are not
+	// pinned to a node: the operator's updater creates no migration that no
+	// other node could take, and the sandbox's two nodes can each take them.
+	vmiNS = "default"
 
 	// quiet is how long the updater that must not act is given to act anyway:
 	// three turns of upstream's, which syncs at most every 5 s after an event
@@ -124,15 +122,15 @@ func TestOneWorkloadUpdaterActsPerConfiguration(t *testing.T) {
 	})
 }
 
-// vmiManifest is a VMI pinned to vmiNode. It is created without virt-api's
+// vmiManifest is a VMI the scheduler places. It is created without virt-api's
 // webhooks (off in the sandbox), so it names the architecture and machine type
 // the mutating webhook would add (virt-controller renders the launcher pod's node
 // selectors from them).
 func vmiManifest(name string) string {
 	return fmt.Sprintf(`{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":%q,"namespace":%q},
-"spec":{"architecture":"amd64","nodeSelector":{"kubernetes.io/hostname":%q},
+"spec":{"architecture":"amd64",
 "domain":{"machine":{"type":"q35"},"devices":{"disks":[{"name":"containerdisk","disk":{"bus":"virtio"}}]},"resources":{"requests":{"memory":"128Mi"}}},
-"volumes":[{"name":"containerdisk","containerDisk":{"image":"quay.io/kubevirt/cirros-container-disk-demo"}}]}}`, name, vmiNS, vmiNode)
+"volumes":[{"name":"containerdisk","containerDisk":{"image":"quay.io/kubevirt/cirros-container-disk-demo"}}]}}`, name, vmiNS)
 }
 
 func (e *env) createVMI(t *testing.T, name string) {
@@ -147,7 +145,7 @@ func (e *env) createVMI(t *testing.T, name string) {
 }
 
 // runOnOldLauncher waits until virt-controller scheduled the VMI (its launcher
-// pod Ready on vmiNode, the VMI Scheduled there), then plays virt-handler: the pod
+// pod Ready on a node, the VMI Scheduled there), then plays virt-handler: the pod
 // runs oldLauncher and the VMI is Running and live-migratable.
 func (e *env) runOnOldLauncher(t *testing.T, name string) {
 	t.Helper()
