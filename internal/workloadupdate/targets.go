@@ -10,6 +10,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 )
 
 // SchedulableLabel is virt-handler's mark on its node: "false" means the node
@@ -71,20 +72,11 @@ func NewTargets(nodes []corev1.Node) *Targets {
 	t := &Targets{}
 	for i := range nodes {
 		n := &nodes[i]
-		if n.DeletionTimestamp == nil && !n.Spec.Unschedulable && n.Labels[SchedulableLabel] != "false" && ready(n) {
+		if n.DeletionTimestamp == nil && !n.Spec.Unschedulable && n.Labels[SchedulableLabel] != "false" && metadata.NodeIsReady(n) {
 			t.usable = append(t.usable, n)
 		}
 	}
 	return t
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Why is "" when some node other than the VMI's own could take it, else why
