@@ -166,7 +166,7 @@ func classifyAll(in Inputs, ix Index, p *Plan) candidates {
 		choice, raw := ChoiceOf(vmi)
 		methods := choice.methodsFor(in.Methods)
 		d := Classify(vmi, in.TargetLauncherImage, ix.Unfinished, methods)
-		if d.Bucket == Migrate && !in.Evicting[k] && !in.Settling[k] {
+		if d.Bucket == Migrate && !in.Settling[k] { // an evicted VMI no node can take stays evicted
 			d = withTarget(in.Targets, p, vmi, methods, d)
 		}
 		switch {

@@ -184,3 +184,16 @@ func TestPlanCreatesNoMigrationWithoutATarget(t *testing.T) {
 		t.Errorf("two nodes: migrate %d, not movable %d; want 3 and 0", len(p.Migrate), len(p.NotMovable))
 	}
 }
+
+// A VMI evicted for want of a target, still listed as running, is in flight:
+// never migrated (a loaded e2e run created one).
+func TestPlanEvictingWithoutATargetIsInFlight(t *testing.T) {
+	vmis := many("vm", 1, oldImage, migratable, on("a"))
+	in := inputs(vmis, nil, both)
+	in.Targets = NewTargets([]corev1.Node{node("a")})
+	in.Evicting = map[Key]bool{KeyOf(&vmis[0]): true}
+	p := PlanUpdate(in)
+	if len(p.Migrate) != 0 || len(p.Evict) != 0 || p.InFlight != 1 {
+		t.Fatalf("migrate %d, evict %d, in flight %d; want only in flight", len(p.Migrate), len(p.Evict), p.InFlight)
+	}
+}
