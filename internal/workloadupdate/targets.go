@@ -30,17 +30,10 @@ type Placement struct {
 // error naming why.
 func PlacementOf(spec runtime.RawExtension) (Placement, error) {
 	var p Placement
-	raw := spec.Raw
-	if len(raw) == 0 && spec.Object != nil {
-		var err error
-		if raw, err = json.Marshal(spec.Object); err != nil {
-			return p, err
-		}
-	}
-	if len(raw) == 0 {
+	if len(spec.Raw) == 0 { // read from the API, a spec is always raw JSON
 		return p, nil
 	}
-	err := json.Unmarshal(raw, &p)
+	err := json.Unmarshal(spec.Raw, &p)
 	return p, err
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,7 +77,7 @@ func (d demo) run(ctx context.Context, out io.Writer, vc client.Client, kv clien
 		if err := vc.List(ctx, &vmis, client.InNamespace(vmsim.DefaultNamespace)); err != nil {
 			return false
 		}
-		return allOnLauncher(vmis.Items, names, targetLauncher(k))
+		return vmsim.RunningOn(vmis.Items, names, targetLauncher(k)) == len(names)
 	})
 	if err != nil {
 		return err
@@ -95,19 +94,6 @@ func noneOutdated(k *v1.KubeVirt) bool {
 	}
 	n := k.Status.OutdatedVirtualMachineInstanceWorkloads
 	return n != nil && *n == 0
-}
-
-// allOnLauncher: every named VMI is Running on launcher image.
-func allOnLauncher(vmis []v1.VirtualMachineInstance, names []string, image string) bool {
-	on := 0
-	for i := range vmis {
-		vmi := &vmis[i]
-		if slices.Contains(names, vmi.Name) && vmi.Status.Phase == v1.VMIRunning &&
-			vmi.Status.LauncherContainerImageVersion == image {
-			on++
-		}
-	}
-	return on == len(names)
 }
 
 func deployedOnTarget(k *v1.KubeVirt) bool {

@@ -42,30 +42,3 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("progress line %q: want the VMs moved by virt-controller, no operator counters", got)
 	}
 }
-
-// The demo's end: every named VMI Running on the target launcher, however the
-// outdated count reads (it can be the one taken before the upgrade).
-func TestAllOnLauncher(t *testing.T) {
-	vmi := func(name string, phase v1.VirtualMachineInstancePhase, image string) v1.VirtualMachineInstance {
-		out := v1.VirtualMachineInstance{}
-		out.Name, out.Status.Phase, out.Status.LauncherContainerImageVersion = name, phase, image
-		return out
-	}
-	const old, target = "launcher:v1.8.4", "launcher:v1.9.0"
-	names := []string{"vm-0", "vm-1"}
-	for _, tc := range []struct {
-		name string
-		vmis []v1.VirtualMachineInstance
-		want bool
-	}{
-		{"all moved", []v1.VirtualMachineInstance{vmi("vm-0", v1.VMIRunning, target), vmi("vm-1", v1.VMIRunning, target)}, true},
-		{"one on the old launcher", []v1.VirtualMachineInstance{vmi("vm-0", v1.VMIRunning, target), vmi("vm-1", v1.VMIRunning, old)}, false},
-		{"one not running", []v1.VirtualMachineInstance{vmi("vm-0", v1.VMIRunning, target), vmi("vm-1", v1.VMIScheduling, target)}, false},
-		{"one missing", []v1.VirtualMachineInstance{vmi("vm-0", v1.VMIRunning, target)}, false},
-		{"others do not count", []v1.VirtualMachineInstance{vmi("vm-0", v1.VMIRunning, target), vmi("other", v1.VMIRunning, target)}, false},
-	} {
-		if got := allOnLauncher(tc.vmis, names, target); got != tc.want {
-			t.Errorf("%s: allOnLauncher = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}

@@ -240,28 +240,35 @@ func newVM(o CreateOptions, i int, name string) (*v1.VirtualMachine, error) {
 // with a launcher image (with image, when image is not ""); when ctx ends first it
 // fails saying how many were.
 func WaitRunning(ctx context.Context, c client.Client, namespace string, names []string, image string) error {
-	want := make(map[string]bool, len(names))
-	for _, n := range names {
-		want[n] = true
-	}
 	for {
 		var list v1.VirtualMachineInstanceList
 		err := c.List(ctx, &list, client.InNamespace(namespace))
-		running := 0
-		for i := range list.Items {
-			vmi := &list.Items[i]
-			if want[vmi.Name] && vmi.Status.Phase == v1.VMIRunning && vmi.Status.LauncherContainerImageVersion != "" &&
-				(image == "" || vmi.Status.LauncherContainerImageVersion == image) {
-				running++
-			}
-		}
-		if err == nil && running == len(want) {
+		running := RunningOn(list.Items, names, image)
+		if err == nil && running == len(names) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(fmt.Errorf("%d of %d VMIs Running in %s", running, len(want), namespace), ctx.Err(), err)
+			return errors.Join(fmt.Errorf("%d of %d VMIs Running in %s", running, len(names), namespace), ctx.Err(), err)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// RunningOn counts the named VMIs of vmis that are Running with a launcher
+// image (image, when image is not "").
+func RunningOn(vmis []v1.VirtualMachineInstance, names []string, image string) int {
+	want := make(map[string]bool, len(names))
+	for _, name := range names {
+		want[name] = true
+	}
+	n := 0
+	for i := range vmis {
+		vmi := &vmis[i]
+		if want[vmi.Name] && vmi.Status.Phase == v1.VMIRunning && vmi.Status.LauncherContainerImageVersion != "" &&
+			(image == "" || vmi.Status.LauncherContainerImageVersion == image) {
+			n++
+		}
+	}
+	return n
 }

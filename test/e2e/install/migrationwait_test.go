@@ -51,20 +51,8 @@ func TestHandlerCanaryWaitsForMigration(t *testing.T) {
 	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 2 * time.Second}}})
 	kv := e.waitAvailable(3 * time.Minute)
 
-	vc, err := vmsim.NewClient(e.sb.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, names := e.runVMs(vmsim.CreateOptions{NamePrefix: "busy", Count: 1}, launcherImage(kv))
 	ctx := context.Background()
-	names, err := vmsim.CreateVMs(ctx, vc, vmsim.CreateOptions{Namespace: vmNamespace, NamePrefix: "busy", Count: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if err := vmsim.WaitRunning(waitCtx, vc, vmNamespace, names, launcherImage(kv)); err != nil {
-		t.Fatal(err)
-	}
 	before := e.handlerPods()
 	if len(before) != 2 {
 		t.Fatalf("%d virt-handler pods, want one per node", len(before))

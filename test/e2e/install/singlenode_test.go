@@ -31,20 +31,7 @@ func TestWorkloadUpdatesOnOneNode(t *testing.T) {
 	})
 	oldImage := launcherImage(e.waitAvailable(3 * time.Minute))
 
-	vc, err := vmsim.NewClient(e.sb.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	names, err := vmsim.CreateVMs(ctx, vc, vmsim.CreateOptions{Namespace: vmNamespace, Count: vms})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	if err := vmsim.WaitRunning(waitCtx, vc, vmNamespace, names, oldImage); err != nil {
-		t.Fatal(err)
-	}
+	vc, names := e.runVMs(vmsim.CreateOptions{Count: vms}, oldImage)
 
 	migs := e.followMigrations()
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
@@ -80,7 +67,7 @@ func TestWorkloadUpdatesOnOneNode(t *testing.T) {
 	e.updateSpec(func(s *v1.KubeVirtSpec) {
 		s.WorkloadUpdates.Methods = []v1.WorkloadUpdateMethod{v1.WorkloadUpdateMethodLiveMigrate, v1.WorkloadUpdateMethodEvict}
 	})
-	waitCtx, cancel = context.WithTimeout(ctx, 3*time.Minute)
+	waitCtx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := vmsim.WaitRunning(waitCtx, vc, vmNamespace, names, newImage); err != nil {
 		t.Fatalf("evicted onto the new launcher %s: %v", newImage, err)

@@ -128,20 +128,8 @@ func TestTakeOverFromUpstreamAndHandBack(t *testing.T) {
 	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: release})
 	e.waitAvailable(5 * time.Minute)
 
-	vc, err := vmsim.NewClient(e.sb.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, vms := e.runVMs(vmsim.CreateOptions{Count: 6}, "quay.io/kubevirt/virt-launcher:"+release)
 	ctx := context.Background()
-	vms, err := vmsim.CreateVMs(ctx, vc, vmsim.CreateOptions{Namespace: vmNamespace, Count: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	if err := vmsim.WaitRunning(waitCtx, vc, vmNamespace, vms, "quay.io/kubevirt/virt-launcher:"+release); err != nil {
-		t.Fatal(err)
-	}
 	upstreamID := e.kubeVirt().Status.ObservedDeploymentID
 	before := e.snapshot()
 	t.Logf("upstream's install: %d pods, %d certificates, deployment %s", len(before.pods), len(before.certs), upstreamID)

@@ -314,6 +314,30 @@ func outdated(kv *v1.KubeVirt) int {
 	return kv.Status.WorkloadUpdates.Outdated
 }
 
+// runVMs creates the VMs o describes (in vmNamespace unless it names one) and
+// waits until each runs on the launcher image; it returns the VM simulator's
+// client and the VMs' names.
+func (e *env) runVMs(o vmsim.CreateOptions, image string) (client.Client, []string) {
+	e.t.Helper()
+	if o.Namespace == "" {
+		o.Namespace = vmNamespace
+	}
+	vc, err := vmsim.NewClient(e.sb.RESTConfig())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	names, err := vmsim.CreateVMs(ctx, vc, o)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := vmsim.WaitRunning(ctx, vc, o.Namespace, names, image); err != nil {
+		e.t.Fatal(err)
+	}
+	return vc, names
+}
+
 // vmiNodes is where each VMI in the namespace runs now, and how many run on
 // the busiest node.
 func (e *env) vmiNodes() (nodeOf map[string]string, busiest int) {
@@ -355,20 +379,8 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 	})
 	oldImage := launcherImage(e.waitAvailable(3 * time.Minute))
 
-	vc, err := vmsim.NewClient(e.sb.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, names := e.runVMs(vmsim.CreateOptions{Count: vms, NonMigratable: nonMigratable}, oldImage)
 	ctx := context.Background()
-	names, err := vmsim.CreateVMs(ctx, vc, vmsim.CreateOptions{Namespace: vmNamespace, Count: vms, NonMigratable: nonMigratable})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	if err := vmsim.WaitRunning(waitCtx, vc, vmNamespace, names, oldImage); err != nil {
-		t.Fatal(err)
-	}
 	flaky := names[:2] // migratable: the non-migratable ones are last
 	for _, name := range flaky {
 		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vmNamespace}}
