@@ -8,6 +8,7 @@ TOOLS        := $(CACHE)/tools
 export CLUSTER_BINS ?= $(CACHE)/cluster-bins
 CONTROLLER_GEN := $(TOOLS)/controller-gen
 GOLANGCI_LINT  := $(TOOLS)/golangci-lint
+HELM           := $(TOOLS)/helm
 SANDBOX_DIR  ?= $(ROOT)/_sandbox
 NODES        ?= 3
 # make run: VMs created once KubeVirt is Deployed, how many of them cannot live-migrate,
@@ -20,7 +21,7 @@ UPGRADE_TO     ?= v1.9.0
 LOG            ?=
 GO_TEST_FLAGS ?=
 
-.PHONY: all build generate verify-generate tools cluster-bins vet lint docs-check test test-unit test-integration test-e2e run bench clean
+.PHONY: all build generate verify-generate tools cluster-bins vet lint docs-check chart-check test test-unit test-integration test-e2e run bench clean
 
 all: build
 
@@ -35,7 +36,13 @@ $(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
 $(GOLANGCI_LINT): hack/tools/go.mod hack/tools/go.sum
 	cd hack/tools && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT)
+# Helm is pinned in a module of its own (hack/tools/helm), so its dependencies move
+# no version the other tools are built with; its version is stamped as a release
+# build's would be.
+$(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum
+	cd hack/tools/helm && go build -ldflags "-X helm.sh/helm/v4/internal/version.version=$$(go list -m -f '{{.Version}}' helm.sh/helm/v4)" -o $(HELM) helm.sh/helm/v4/cmd/helm
+
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM)
 
 MONITORING_CRDS := test/e2e/testdata/monitoring-crds
 
@@ -53,11 +60,14 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) rbac:roleName=virt-operator paths=./internal/... output:rbac:dir=config/rbac
 	$(CONTROLLER_GEN) crd:maxDescLen=0 paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$(MONITORING_CRDS)
 	find $(MONITORING_CRDS) -name '*.yaml' ! -name '*_servicemonitors.yaml' ! -name '*_prometheusrules.yaml' -delete
+	@# The Helm chart is config/default (and config/prometheus) as templates: last,
+	@# once the CRD and role.yaml above are written.
+	go run ./hack/chartgen -config config -out charts/virt-operator
 
 # Fails when the committed generated files differ from what `make generate` writes.
 verify-generate: generate
-	@git diff --exit-code -- api config/crd config/rbac/role.yaml internal/operator/zz_generated.rbac.go $(MONITORING_CRDS) internal/release/data || { echo "generated files are stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- config/crd internal/release/data)" || { echo "generated files are not committed: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- api config/crd config/rbac/role.yaml internal/operator/zz_generated.rbac.go $(MONITORING_CRDS) internal/release/data charts || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- config/crd internal/release/data charts)" || { echo "generated files are not committed: run make generate and commit"; exit 1; }
 
 cluster-bins:
 	hack/cluster-bins.sh
@@ -80,14 +90,20 @@ test-integration: cluster-bins
 # time (t.Parallel, each on its own sandbox): the machine's two cores are then
 # mostly busy, where one test at a time left them idle half the time. The tests
 # run the binaries make build wrote (else each test process builds its own).
-test-e2e: cluster-bins build
-	VIRT_OPERATOR_TEST_BINARIES=$(ROOT)/bin go test $(GO_TEST_FLAGS) -timeout 40m -p 2 ./test/e2e/...
+test-e2e: cluster-bins build $(HELM)
+	VIRT_OPERATOR_TEST_BINARIES=$(ROOT)/bin VIRT_OPERATOR_TEST_HELM=$(HELM) go test $(GO_TEST_FLAGS) -timeout 40m -p 2 ./test/e2e/...
+
+# helm lint of charts/virt-operator, and helm template against kustomize's build of
+# config/default, with the default values and with every value changed, and the
+# values schema refusing bad values (hack/tools/helm/chart_test.go): seconds.
+chart-check: $(HELM)
+	cd hack/tools/helm && HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 
 # Every relative link and #anchor of the tracked Markdown files resolves (hack/mdlinks).
 docs-check:
 	go run ./hack/mdlinks
 
-test: docs-check verify-generate vet lint test-unit test-integration test-e2e
+test: docs-check verify-generate chart-check vet lint test-unit test-integration test-e2e
 
 # Brings up a sandbox cluster, runs the operator in the foreground against it and
 # applies the sample KubeVirt CR; Ctrl-C tears everything down. The terminal shows
