@@ -26,7 +26,7 @@ func strategyOf(t *testing.T, objs ...client.Object) *strategy.Strategy {
 // RoleBinding cluster-wide), and a write outside the install namespace gets its
 // own namespaced marker.
 func TestRefsAndMarkers(t *testing.T) {
-	r := &refs{escalate: names{}, bind: names{}, foreign: names{}}
+	r := newRefs()
 	s := strategyOf(t,
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-controller"}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-handler", Namespace: installNamespace}},
@@ -36,7 +36,7 @@ func TestRefsAndMarkers(t *testing.T) {
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "view", Namespace: installNamespace},
 			RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"}},
 	)
-	if err := r.add(s); err != nil {
+	if err := r.add("v1.9.0", s); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
@@ -58,9 +58,9 @@ func TestRefsAndMarkers(t *testing.T) {
 
 // RBAC in the monitoring namespace cannot be named by a static Role: refused.
 func TestRBACInTheMonitoringNamespaceIsRefused(t *testing.T) {
-	r := &refs{escalate: names{}, bind: names{}, foreign: names{}}
+	r := newRefs()
 	s := strategyOf(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "prometheus", Namespace: monitorNamespace}})
-	if err := r.add(s); err == nil || !strings.Contains(err.Error(), "monitoring namespace") {
+	if err := r.add("v1.9.0", s); err == nil || !strings.Contains(err.Error(), "monitoring namespace") {
 		t.Fatalf("got %v, want a refusal naming the monitoring namespace", err)
 	}
 }
@@ -73,5 +73,19 @@ func TestCollect(t *testing.T) {
 	}
 	if !r.escalate[""]["kubevirt-handler"] || !r.bind[installNamespace]["kubevirt-handler"] {
 		t.Fatalf("collected %+v", r)
+	}
+}
+
+// The kinds whose stored version a move between the releases retires get
+// update (v1.9.0 stores exports as v1, which v1.8.4 does not serve); a version
+// only served, never the storage version, needs none (v1.9.0's templates).
+func TestRewrittenKinds(t *testing.T) {
+	r, err := collect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.rewritten()
+	if !got["export.kubevirt.io"]["virtualmachineexports"] || got["template.kubevirt.io"]["virtualmachinetemplates"] {
+		t.Fatalf("rewritten %v: want the exports, not the templates", got)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/preflight"
 	"github.com/virt-operator/virt-operator/internal/release"
+	"github.com/virt-operator/virt-operator/internal/storedversions"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/strategy/generate"
 	"github.com/virt-operator/virt-operator/internal/upgradeplan"
@@ -249,7 +250,7 @@ func planInput(ctx context.Context, c client.Client, serverVersion func() (*vers
 		return in, err
 	}
 	in.Pods, in.Nodes, in.VMIs = pods.Items, nodes.Items, vmis.Items
-	if in.Preflight, err = planPreflight(ctx, c, serverVersion, in.NewConfig, desired); err != nil {
+	if in.Preflight, in.StoredVersions, err = planPreflight(ctx, c, serverVersion, in.NewConfig, desired); err != nil {
 		return in, err
 	}
 	in.Preflight = append([]v1.PreflightCheck{preflight.UpgradePath(observed, in.NewConfig.KubeVirtVersion)}, in.Preflight...)
@@ -286,25 +287,26 @@ func liveOperatorEnv(ctx context.Context, c client.Client, ns string, processEnv
 }
 
 // planPreflight are the checks a plan can make without writing (the image
-// pre-pull needs pods, so only the operator runs it).
+// pre-pull needs pods, so only the operator runs it), and what becomes of the
+// stored versions the target no longer serves.
 func planPreflight(ctx context.Context, c client.Client, serverVersion func() (*version.Info, error), cfg *deployid.Config,
-	desired *strategy.Strategy) ([]v1.PreflightCheck, error) {
-	stored, empty, err := preflight.ReadStoredVersions(ctx, c, desired.CRDs)
+	desired *strategy.Strategy) ([]v1.PreflightCheck, []storedversions.Decision, error) {
+	decisions, err := storedversions.Read(ctx, c, desired.CRDs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	checks := []v1.PreflightCheck{preflight.StoredVersions(stored, desired.CRDs, empty)}
+	checks := []v1.PreflightCheck{preflight.StoredVersions(decisions)}
 	managed, held, err := workloads.InRemovedCRDs(ctx, c, c, c.RESTMapper(), desired.CRDs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	checks = append(checks, preflight.RemovedCRDs(managed, desired.CRDs, held))
 	if rel, known := release.Lookup(cfg.KubeVirtVersion); known {
 		info, err := serverVersion()
 		if err != nil {
-			return nil, fmt.Errorf("reading the Kubernetes version: %w", err)
+			return nil, nil, fmt.Errorf("reading the Kubernetes version: %w", err)
 		}
 		checks = append(checks, preflight.KubernetesOf(rel, info))
 	}
-	return checks, nil
+	return checks, decisions, nil
 }

@@ -224,6 +224,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	reconciler := &kubevirt.Reconciler{
 		ServerVersion:   dc.ServerVersion,
+		Resources:       dc.ServerResourcesForGroupVersion,
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		Namespace:       o.Namespace,

@@ -5,7 +5,9 @@ package operator
 // The roles the install strategies define (escalate) and reference (bind), and
 // their writes outside the operator's namespace, of every release the builtin
 // generator knows; and the listing of their CRDs' objects, which the uninstall
-// guard counts (package workloads).
+// guard counts (package workloads); and the rewriting of the objects whose
+// stored version a move between two of the releases retires (package
+// storedversions).
 //
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=escalate,resourceNames={"instancetype.kubevirt.io:view","kubevirt-apiserver","kubevirt-controller","kubevirt-exportproxy","kubevirt-handler","kubevirt-synchronization-controller","kubevirt.io:admin","kubevirt.io:default","kubevirt.io:edit","kubevirt.io:migrate","kubevirt.io:view","virt-template-apiserver-role","virt-template-manager-role","virt-template-metrics-auth-role","virt-template-metrics-reader","virt-template-virtualmachinetemplate-admin-role","virt-template-virtualmachinetemplate-editor-role","virt-template-virtualmachinetemplate-viewer-role","virt-template-virtualmachinetemplaterequest-admin-role","virt-template-virtualmachinetemplaterequest-editor-role","virt-template-virtualmachinetemplaterequest-source-role","virt-template-virtualmachinetemplaterequest-viewer-role"}
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames={"instancetype.kubevirt.io:view","kubevirt-apiserver","kubevirt-controller","kubevirt-exportproxy","kubevirt-handler","kubevirt-synchronization-controller","kubevirt.io:default","system:auth-delegator","virt-template-apiserver-role","virt-template-manager-role","virt-template-metrics-auth-role"}
@@ -22,4 +24,5 @@ package operator
 // +kubebuilder:rbac:groups=pool.kubevirt.io,resources=virtualmachinepools,verbs=list
 // +kubebuilder:rbac:groups=snapshot.kubevirt.io,resources=virtualmachinerestores;virtualmachinesnapshotcontents;virtualmachinesnapshots,verbs=list
 // +kubebuilder:rbac:groups=template.kubevirt.io,resources=virtualmachinetemplaterequests;virtualmachinetemplates,verbs=list
+// +kubebuilder:rbac:groups=export.kubevirt.io,resources=virtualmachineexports,verbs=get;update
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kube-system,resources=rolebindings,verbs=get;list;create;patch;delete

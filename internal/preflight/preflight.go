@@ -11,22 +11,17 @@
 package preflight
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/release"
+	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
 
 // Check names (also what the skip annotation lists).
@@ -76,108 +71,37 @@ func KubernetesOf(r *release.Release, info *version.Info) v1.PreflightCheck {
 	return Kubernetes(r, major, minor)
 }
 
-// ReadStoredVersions reads each CRD's live status.storedVersions by name
-// (absent CRDs have none), and which of those whose stored versions the target
-// drops have no objects at all (empty); r must read full objects, not metadata.
-func ReadStoredVersions(ctx context.Context, r client.Reader, crds []*apiextensionsv1.CustomResourceDefinition) (stored map[string][]string, empty map[string]bool, err error) {
-	stored, empty = map[string][]string{}, map[string]bool{}
-	for _, want := range crds {
-		live := &apiextensionsv1.CustomResourceDefinition{}
-		switch err := r.Get(ctx, client.ObjectKeyFromObject(want), live); {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return nil, nil, fmt.Errorf("reading CRD %s: %w", want.Name, err)
-		}
-		stored[want.Name] = live.Status.StoredVersions
-		if len(RetiredVersions(live.Status.StoredVersions, want)) == 0 {
-			continue
-		}
-		n, err := CountObjects(ctx, r, live)
-		if err != nil {
-			return nil, nil, err
-		}
-		empty[want.Name] = n == 0
-	}
-	return stored, empty, nil
-}
-
-// RetiredVersions are the versions of stored (a live CRD's
-// status.storedVersions) that desired does not serve.
-func RetiredVersions(stored []string, desired *apiextensionsv1.CustomResourceDefinition) []string {
-	served := map[string]bool{}
-	for _, v := range desired.Spec.Versions {
-		served[v.Name] = v.Served
-	}
-	var out []string
-	for _, s := range stored {
-		if !served[s] {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// CountObjects is how many objects of a CRD exist (any version: the API
-// server does not say which one each is stored in), by a list of at most one
-// item; 0 for a CRD that serves nothing.
-func CountObjects(ctx context.Context, r client.Reader, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
-	version := ""
-	for _, v := range crd.Spec.Versions {
-		if v.Served {
-			version = v.Name
-			break
-		}
-	}
-	if version == "" {
-		return 0, nil
-	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
-	switch err := r.List(ctx, list, client.Limit(1)); {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("counting the objects of CRD %s: %w", crd.Name, err)
-	}
-	n := len(list.Items)
-	if rest := list.GetRemainingItemCount(); rest != nil {
-		n += int(*rest)
-	}
-	return n, nil
-}
-
 // StoredVersions fails when a target CRD stops serving a version its live
-// CRD lists in status.storedVersions while objects of it exist: they could
-// not be read. A CRD with no objects (empty, by name) passes: the operator
-// retires such a version before it writes the CRD (nothing is stored in it).
-func StoredVersions(stored map[string][]string, desired []*apiextensionsv1.CustomResourceDefinition, empty map[string]bool) v1.PreflightCheck {
+// CRD lists in status.storedVersions while objects exist and no version is
+// served by both (storedversions.Refuse): they could not be read after the
+// update. It passes, saying so, where the operator retires such a version (no
+// objects) or rewrites the objects in a version both serve before the update.
+func StoredVersions(decisions []storedversions.Decision) v1.PreflightCheck {
 	c := v1.PreflightCheck{Name: CheckStoredVersions, State: Passed, Message: "every stored version stays served"}
-	var lost, retired []string
-	for _, crd := range desired {
-		served := map[string]bool{}
-		for _, v := range crd.Spec.Versions {
-			served[v.Name] = v.Served
-		}
-		for _, s := range stored[crd.Name] {
-			switch {
-			case served[s]:
-			case empty[crd.Name]:
-				retired = append(retired, crd.Name+" "+s)
-			default:
-				lost = append(lost, crd.Name+" "+s)
-			}
-		}
+	by := map[storedversions.Action][]string{}
+	for _, d := range decisions {
+		by[d.Action] = append(by[d.Action], d.String())
 	}
-	sort.Strings(lost)
-	sort.Strings(retired)
-	switch {
-	case len(lost) > 0:
-		c.State, c.Message = Failed, "stored versions the target no longer serves, with objects stored: "+strings.Join(lost, ", ")
-	case len(retired) > 0:
-		c.Message = "stored versions the target no longer serves, retired (no objects stored): " + strings.Join(retired, ", ")
+	var parts []string
+	if r := by[storedversions.Rewrite]; len(r) > 0 {
+		parts = append(parts, "rewritten in a version both releases serve: "+strings.Join(sorted(r), ", "))
+	}
+	if r := by[storedversions.Retire]; len(r) > 0 {
+		parts = append(parts, "retired (no objects stored): "+strings.Join(sorted(r), ", "))
+	}
+	if lost := by[storedversions.Refuse]; len(lost) > 0 {
+		c.State, c.Message = Failed, "stored versions the target no longer serves, with objects stored: "+strings.Join(sorted(lost), ", ")
+		return c
+	}
+	if len(parts) > 0 {
+		c.Message = "stored versions the target no longer serves, " + strings.Join(parts, "; ")
 	}
 	return c
+}
+
+func sorted(s []string) []string {
+	sort.Strings(s)
+	return s
 }
 
 // Deprecated names the feature gates the CR lists that the target release has

@@ -1,22 +1,18 @@
 package preflight
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/release"
+	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
 
 func TestKubernetes(t *testing.T) {
@@ -40,45 +36,30 @@ func TestKubernetes(t *testing.T) {
 	}
 }
 
-func crd(name string, served ...string) *apiextensionsv1.CustomResourceDefinition {
-	c := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	for _, v := range served {
-		c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true})
-	}
-	return c
-}
-
 func TestStoredVersions(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	live := crd("things.kubevirt.io", "v1alpha3", "v1")
-	live.Spec.Group, live.Spec.Names = "kubevirt.io", apiextensionsv1.CustomResourceDefinitionNames{Kind: "Thing", ListKind: "ThingList"}
-	live.Status.StoredVersions = []string{"v1alpha3", "v1"}
-	thing := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}}
-	thing.SetGroupVersionKind(schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1alpha3", Kind: "Thing"})
-	target := []*apiextensionsv1.CustomResourceDefinition{crd("things.kubevirt.io", "v1"), crd("new.kubevirt.io", "v1")}
-
-	withObjects := fake.NewClientBuilder().WithScheme(scheme).WithObjects(live, thing).Build()
-	stored, empty, err := ReadStoredVersions(context.Background(), withObjects, target)
-	if err != nil || len(stored) != 1 || empty["things.kubevirt.io"] {
-		t.Fatalf("stored %v, empty %v, %v: want the live CRD's only, not empty", stored, empty, err)
-	}
-	if got := StoredVersions(stored, target, empty); got.State != Failed || !strings.Contains(got.Message, "things.kubevirt.io v1alpha3") {
-		t.Fatalf("a dropped stored version with objects: %+v", got)
-	}
-	noObjects := fake.NewClientBuilder().WithScheme(scheme).WithObjects(live.DeepCopy()).Build()
-	stored, empty, err = ReadStoredVersions(context.Background(), noObjects, target)
-	if err != nil || !empty["things.kubevirt.io"] {
-		t.Fatalf("empty %v, %v", empty, err)
-	}
-	if got := StoredVersions(stored, target, empty); got.State != Passed || !strings.Contains(got.Message, "retired (no objects stored): things.kubevirt.io v1alpha3") {
-		t.Fatalf("a dropped stored version without objects: %+v", got)
-	}
-	target[0] = crd("things.kubevirt.io", "v1alpha3", "v1")
-	if got := StoredVersions(stored, target, nil); got.State != Passed || got.Message != "every stored version stays served" {
-		t.Fatalf("both served: %+v", got)
+	rewrite := storedversions.Decision{CRD: "virtualmachineexports.export.kubevirt.io", Action: storedversions.Rewrite, Retired: []string{"v1"}, Via: "v1beta1",
+		Objects: 2, Kind: "VirtualMachineExport"}
+	retire := storedversions.Decision{CRD: "virtualmachineexports.export.kubevirt.io", Action: storedversions.Retire, Retired: []string{"v1"}}
+	refuse := storedversions.Decision{CRD: "things.kubevirt.io", Action: storedversions.Refuse, Retired: []string{"v1alpha3"}, Objects: 3, Kind: "Thing"}
+	keep := storedversions.Decision{CRD: "kubevirts.kubevirt.io", Action: storedversions.Keep}
+	for _, c := range []struct {
+		name      string
+		decisions []storedversions.Decision
+		state     string
+		message   string
+	}{
+		{"nothing retired", []storedversions.Decision{keep}, Passed, "every stored version stays served"},
+		{"no CRD yet", nil, Passed, "every stored version stays served"},
+		{"retired, no objects", []storedversions.Decision{keep, retire}, Passed,
+			"stored versions the target no longer serves, retired (no objects stored): virtualmachineexports.export.kubevirt.io v1"},
+		{"rewritten", []storedversions.Decision{rewrite}, Passed,
+			"stored versions the target no longer serves, rewritten in a version both releases serve: virtualmachineexports.export.kubevirt.io v1 (2 VirtualMachineExports, rewritten as v1beta1)"},
+		{"no version in common: refused, with the count", []storedversions.Decision{rewrite, refuse}, Failed,
+			"stored versions the target no longer serves, with objects stored: things.kubevirt.io v1alpha3 (3 Things; no version both releases serve)"},
+	} {
+		if got := StoredVersions(c.decisions); got.State != c.state || got.Message != c.message {
+			t.Errorf("%s: %+v, want %s %q", c.name, got, c.state, c.message)
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/preflight"
+	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
 
 // Input is everything a plan looks at.
@@ -47,6 +48,9 @@ type Input struct {
 	VMIs  []v1.VirtualMachineInstance
 	// Preflight are the checks' results (internal/preflight's).
 	Preflight []v1.PreflightCheck
+	// StoredVersions say what becomes of the versions objects are stored in
+	// that the planned CRDs no longer serve (nil when not read: offline).
+	StoredVersions []storedversions.Decision
 }
 
 // Change is one object the plan writes (or, Op Keep, keeps for its data).
@@ -81,6 +85,8 @@ type Plan struct {
 	VMIs      VMIPlan
 	Estimate  Estimate
 	Preflight []v1.PreflightCheck
+	// Rollback is set when the planned release is older than the running one.
+	Rollback *Rollback
 }
 
 // Blocked reports whether a preflight check failed.
@@ -148,6 +154,9 @@ func Make(in Input) Plan {
 	}
 	p.VMIs = planVMIs(in)
 	p.Estimate = estimate(in, p.Restarts)
+	if !p.NoChange && isRollback(p.FromVersion, p.Version) {
+		p.Rollback = rollbackOf(in, p)
+	}
 	return p
 }
 
@@ -245,6 +254,11 @@ func (p Plan) Text() string {
 		w("Install KubeVirt %s (deployment %s)", p.Version, p.ToID)
 	case p.NoChange:
 		w("No rollout: the deployment ID stays %s (KubeVirt %s)", p.ToID, p.Version)
+	case p.Rollback != nil:
+		w("Roll back KubeVirt %s -> %s (deployment %s -> %s)", p.FromVersion, p.Version, p.FromID, p.ToID)
+		w("Changed keys: %s", strings.Join(p.ChangedKeys, ", "))
+		w("")
+		b.WriteString(p.Rollback.text(p.FromVersion, p.Version))
 	default:
 		w("Upgrade KubeVirt %s -> %s (deployment %s -> %s)", p.FromVersion, p.Version, p.FromID, p.ToID)
 		w("Changed keys: %s", strings.Join(p.ChangedKeys, ", "))

@@ -9,12 +9,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
 
 var t0 = time.Date(2026, 8, 1, 10, 0, 0, 0, time.UTC)
@@ -93,5 +95,59 @@ func TestMake(t *testing.T) {
 	p.Preflight = append(p.Preflight, v1.PreflightCheck{Name: "y", State: "Failed", Message: "no"})
 	if !p.Blocked() || !strings.Contains(p.Text(), "FAIL y") {
 		t.Fatal("a failed check must block and show")
+	}
+}
+
+// A step back to an older release is named a rollback, with what it undoes:
+// components, stored CRD versions (the exports' v1), RBAC and the VMs' launcher.
+func TestMakeRollback(t *testing.T) {
+	running := &deployid.Config{Namespace: "kubevirt", Registry: "quay.io/kubevirt", KubeVirtVersion: "v1.9.0"}
+	running.ID = running.ComputeID()
+	older := &deployid.Config{Namespace: "kubevirt", Registry: "quay.io/kubevirt", KubeVirtVersion: "v1.8.4"}
+	older.ID = older.ComputeID()
+	exports := func(versions ...string) *apiextensionsv1.CustomResourceDefinition {
+		c := &apiextensionsv1.CustomResourceDefinition{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+			ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineexports.export.kubevirt.io"}}
+		for _, v := range versions {
+			c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true})
+		}
+		return c
+	}
+	role := func(rule string) *rbacv1.ClusterRole {
+		return &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-controller"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, Resources: []string{rule}}}}
+	}
+	liveAPI, liveCRD, liveRole := deployment("virt-api", "v1.9.0"), exports("v1beta1", "v1"), role("backups")
+	vmi := func(name string, migratable corev1.ConditionStatus) v1.VirtualMachineInstance {
+		return v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			Status: v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, NodeName: "n1", LauncherContainerImageVersion: running.Image(deployid.Launcher),
+				Conditions: []v1.VirtualMachineInstanceCondition{{Type: v1.VMIConditionLiveMigratable, Status: migratable}}}}
+	}
+	p := Make(Input{Current: &v1.KubeVirt{}, NewKubeVirt: &v1.KubeVirt{Spec: v1.KubeVirtSpec{WorkloadUpdates: &v1.WorkloadUpdatePolicy{
+		Methods: []v1.WorkloadUpdateMethod{"LiveMigrate"}}}}, CurrentConfig: running, NewConfig: older,
+		Steps: []apply.Step{{Name: "crds", Objects: []client.Object{exports("v1alpha1", "v1beta1")}},
+			{Name: "rbac", Objects: []client.Object{role("snapshots")}},
+			{Name: "virt-api", Objects: []client.Object{deployment("virt-api", "v1.8.4")}}},
+		Live: map[apply.ObjectRef]client.Object{apply.RefOf(liveAPI): liveAPI, apply.RefOf(liveCRD): liveCRD, apply.RefOf(liveRole): liveRole},
+		Pods: []corev1.Pod{readyPod("virt-api-1", "virt-api", time.Second)},
+		VMIs: []v1.VirtualMachineInstance{vmi("a", corev1.ConditionTrue), vmi("b", corev1.ConditionFalse)},
+		StoredVersions: []storedversions.Decision{{CRD: "kubevirts.kubevirt.io", Action: storedversions.Keep},
+			{CRD: liveCRD.Name, Action: storedversions.Rewrite, Retired: []string{"v1"}, Via: "v1beta1", Objects: 2, Kind: "VirtualMachineExport"}}})
+	text := p.Text()
+	for _, want := range []string{
+		"Roll back KubeVirt v1.9.0 -> v1.8.4", "Rollback: v1.9.0 -> v1.8.4 undoes",
+		"Components     1 back to v1.8.4's images: Deployment/virt-api",
+		"CRD versions   stored, no longer served: virtualmachineexports.export.kubevirt.io v1 (2 VirtualMachineExports, rewritten as v1beta1)",
+		"RBAC           0 roles and bindings created, 1 updated, 0 deleted",
+		"VMs            1 move back to v1.8.4's launcher (1 migrate, 0 evicted), 1 stay on v1.9.0's",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, text)
+		}
+	}
+	for _, c := range []struct{ from, to string }{{"v1.8.4", "v1.9.0"}, {"v1.9.0", "v1.9.0"}, {"v1.9.0", "devel"}, {"", "v1.8.4"}} {
+		if isRollback(c.from, c.to) {
+			t.Errorf("%s -> %s read as a rollback", c.from, c.to)
+		}
 	}
 }

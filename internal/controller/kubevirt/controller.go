@@ -22,6 +22,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/certs"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
 
 // The operator manages the cluster's one KubeVirt CR, in its namespace; it
@@ -52,6 +53,10 @@ type Reconciler struct {
 	// ServerVersion reads the Kubernetes version (the preflight checks it); nil
 	// skips that check.
 	ServerVersion func() (*version.Info, error)
+	// Resources reads discovery: a rollback that rewrites objects in another
+	// version waits until the API server stores them in it. nil (unit tests
+	// on a fake client) does not wait.
+	Resources storedversions.Resources
 
 	// Issuer issues certificates (its key source can be set in tests).
 	Issuer certs.Issuer

@@ -3,75 +3,73 @@ package kubevirt
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/virt-operator/virt-operator/internal/apply"
-	"github.com/virt-operator/virt-operator/internal/preflight"
+	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
 
 // Retiring a stored version moves the CRD's storage version and trims its
-// status.storedVersions.
+// status.storedVersions; objects stored in it are rewritten first (hack/rbacgen
+// grants update on the kinds a move between two supported releases retires).
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions/status,verbs=patch
 
-// retireStoredVersions prepares the CRD updates among writes that drop a
-// version objects may have been stored in (status.storedVersions lists it; a
+// storageSwitchTimeout bounds the wait for the API server to store a CRD's
+// objects in the bridge's storage version (a moment, normally); past it the
+// reconcile fails and the next one writes the bridge again.
+const storageSwitchTimeout = 30 * time.Second
+
+// migrateStoredVersions prepares the CRD updates among writes that drop a
+// version objects may be stored in (status.storedVersions lists it; a
 // rollback, v1.9.0's exports stored as v1 going back to v1.8.4): the API
-// server refuses such an update. When the CRD has no objects, nothing is
-// stored in any version, so the version is retired: the target's spec is
-// written with it still listed (not served, not storage), then it is dropped
-// from status.storedVersions; the update in writes then goes through. With
-// objects, they would first have to be rewritten in a version both serve: the
-// update is refused here, naming the CRD (the preflight refused it first,
-// unless skipped).
-func (r *Reconciler) retireStoredVersions(ctx context.Context, s *scope, writes []apply.Action) error {
+// server refuses such an update. storedversions.Decide says what each needs:
+// the bridge CRD (the target's, with the retired versions still listed and a
+// version both serve as the storage version) is written, the objects, if any,
+// rewritten in that version, and the retired versions trimmed; the update in
+// writes then goes through. With objects and no version in common the update
+// is refused, naming the CRD (the preflight refused it first, unless skipped).
+func (r *Reconciler) migrateStoredVersions(ctx context.Context, s *scope, writes []apply.Action) error {
+	reader := r.APIReaderOrClient() // the cache holds CRDs as metadata only
 	for _, a := range writes {
 		want, ok := a.Object.(*apiextensionsv1.CustomResourceDefinition)
 		if !ok || a.Live == nil || a.Op != apply.OpUpdate {
 			continue
 		}
-		live := &apiextensionsv1.CustomResourceDefinition{}
-		if err := r.APIReaderOrClient().Get(ctx, client.ObjectKeyFromObject(want), live); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		retired := preflight.RetiredVersions(live.Status.StoredVersions, want)
-		if len(retired) == 0 {
-			continue
-		}
-		n, err := preflight.CountObjects(ctx, r.APIReaderOrClient(), live)
-		if err != nil {
+		live, d, err := storedversions.ReadOne(ctx, reader, want)
+		switch {
+		case err != nil:
 			return err
+		case live == nil || d.Action == storedversions.Keep:
+			continue
+		case d.Action == storedversions.Refuse:
+			return fmt.Errorf("CRD %s: stored versions %s are not served by the target, and it serves none of the versions %d objects can be read in",
+				d.CRD, strings.Join(d.Retired, ", "), d.Objects)
 		}
-		if n > 0 {
-			return fmt.Errorf("CRD %s has objects, and versions %s they may be stored in are not served by the target: they must be rewritten in a version both serve first",
-				want.Name, strings.Join(retired, ", "))
-		}
-		bridge := apply.Plan([]client.Object{apply.WithRetiredVersions(want, live, retired)}, map[apply.ObjectRef]client.Object{apply.RefOf(want): a.Live}, nil)
+		bridge := apply.Plan([]client.Object{storedversions.Bridge(want, live, d)}, map[apply.ObjectRef]client.Object{apply.RefOf(want): a.Live}, nil)
 		if err := r.write(ctx, s, bridge); err != nil {
 			return err
 		}
-		if err := r.trimStoredVersions(ctx, want.Name, retired); err != nil {
+		message := fmt.Sprintf("CRD %s: versions %s retired from status.storedVersions (no objects are stored)", d.CRD, strings.Join(d.Retired, ", "))
+		if d.Action == storedversions.Rewrite {
+			if r.Resources != nil {
+				if err := storedversions.WaitStored(ctx, r.Resources, want, d.Via, storageSwitchTimeout); err != nil {
+					return err
+				}
+			}
+			rewritten, err := storedversions.RewriteObjects(ctx, r.Client, want, d.Via)
+			if err != nil {
+				return err
+			}
+			message = fmt.Sprintf("CRD %s: %d %ss rewritten as %s, versions %s retired from status.storedVersions", d.CRD, rewritten, d.Kind, d.Via, strings.Join(d.Retired, ", "))
+		}
+		if err := storedversions.Trim(ctx, r.Client, reader, want.Name, d.Retired); err != nil {
 			return err
 		}
-		s.emit(eventNormal, "StoredVersionsRetired", "Rollout", fmt.Sprintf("CRD %s: versions %s retired from status.storedVersions (no objects are stored)", want.Name, strings.Join(retired, ", ")))
-	}
-	return nil
-}
-
-// trimStoredVersions drops versions from a CRD's status.storedVersions, read
-// again after the bridge write (which added the new storage version).
-func (r *Reconciler) trimStoredVersions(ctx context.Context, name string, retired []string) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := r.APIReaderOrClient().Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-		return err
-	}
-	base := crd.DeepCopy()
-	crd.Status.StoredVersions = slices.DeleteFunc(crd.Status.StoredVersions, func(v string) bool { return slices.Contains(retired, v) })
-	if err := r.Client.Status().Patch(ctx, crd, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("retiring stored versions of CRD %s: %w", name, err)
+		s.emit(eventNormal, "StoredVersionsRetired", "Rollout", message)
 	}
 	return nil
 }

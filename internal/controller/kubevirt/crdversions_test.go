@@ -19,9 +19,10 @@ import (
 
 // A rollback whose CRD no longer serves a version the cluster stored: with no
 // objects, the version is retired (the storage version moved first, then
-// status.storedVersions trimmed); with objects, the update is refused naming
-// the CRD.
-func TestRetireStoredVersions(t *testing.T) {
+// status.storedVersions trimmed); with objects, they are rewritten in a version
+// both serve first; with objects and no version in common, the update is
+// refused naming the CRD.
+func TestMigrateStoredVersions(t *testing.T) {
 	version := func(name string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
 		return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: true, Storage: storage,
 			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}
@@ -41,7 +42,7 @@ func TestRetireStoredVersions(t *testing.T) {
 		r := &Reconciler{Client: c, APIReader: c}
 		s := &scope{kv: &v1.KubeVirt{}}
 		writes := apply.Plan([]client.Object{desired}, map[apply.ObjectRef]client.Object{apply.RefOf(live): live.DeepCopy()}, nil)
-		err := r.retireStoredVersions(context.Background(), s, writes)
+		err := r.migrateStoredVersions(context.Background(), s, writes)
 		got := &apiextensionsv1.CustomResourceDefinition{}
 		if getErr := c.Get(context.Background(), client.ObjectKeyFromObject(live), got); getErr != nil {
 			t.Fatal(getErr)
@@ -55,10 +56,17 @@ func TestRetireStoredVersions(t *testing.T) {
 	if v := got.Spec.Versions[len(got.Spec.Versions)-1]; v.Name != "v1" || v.Served || v.Storage {
 		t.Fatalf("the bridge left versions %+v: want v1 listed, neither served nor storage", got.Spec.Versions)
 	}
-	export := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e"}}
+	export := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e", ResourceVersion: "5"}}
 	export.SetGroupVersionKind(schema.GroupVersionKind{Group: "export.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineExport"})
+	got, s, err = run(export)
+	if err != nil || slices.Contains(got.Status.StoredVersions, "v1") || len(s.events) != 1 ||
+		!strings.Contains(s.events[0].Message, "1 VirtualMachineExports rewritten as v1beta1, versions v1 retired") {
+		t.Fatalf("with an export: %v, stored versions %v, events %+v: want it rewritten as v1beta1, v1 retired", err, got.Status.StoredVersions, s.events)
+	}
+	desired = crd(version("v2", true)) // no version in common with the live CRD
 	got, _, err = run(export)
-	if err == nil || !strings.Contains(err.Error(), "virtualmachineexports.export.kubevirt.io has objects") || !slices.Contains(got.Status.StoredVersions, "v1") {
-		t.Fatalf("with an object: %v, stored versions %v: want refused, nothing changed", err, got.Status.StoredVersions)
+	if err == nil || !strings.Contains(err.Error(), "CRD virtualmachineexports.export.kubevirt.io: stored versions v1 are not served by the target") ||
+		!strings.Contains(err.Error(), "1 objects") || !slices.Contains(got.Status.StoredVersions, "v1") {
+		t.Fatalf("no version in common: %v, stored versions %v: want refused, nothing changed", err, got.Status.StoredVersions)
 	}
 }

@@ -74,7 +74,7 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 			maps.Copy(live, others)
 		}
 		writes := withoutRefs(apply.Writes(apply.Plan(step.Objects, live, s.generations)), certificates)
-		if err := r.retireStoredVersions(ctx, s, writes); err != nil {
+		if err := r.migrateStoredVersions(ctx, s, writes); err != nil {
 			return err
 		}
 		if err := r.write(ctx, s, writes); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/preflight"
 	"github.com/virt-operator/virt-operator/internal/release"
+	"github.com/virt-operator/virt-operator/internal/storedversions"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/workloads"
 )
@@ -130,11 +131,11 @@ func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *
 	if reader == nil {
 		reader = r.Client
 	}
-	stored, empty, err := preflight.ReadStoredVersions(ctx, reader, s.CRDs)
+	decisions, err := storedversions.Read(ctx, reader, s.CRDs)
 	if err != nil {
 		return nil, err
 	}
-	checks = append(checks, preflight.StoredVersions(stored, s.CRDs, empty))
+	checks = append(checks, preflight.StoredVersions(decisions))
 	managed, held, err := workloads.InRemovedCRDs(ctx, r.Client, r.APIReaderOrClient(), r.Client.RESTMapper(), s.CRDs)
 	if err != nil {
 		return nil, err

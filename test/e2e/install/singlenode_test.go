@@ -61,7 +61,7 @@ func TestWorkloadUpdatesOnOneNode(t *testing.T) {
 		t.Errorf("status counts migrations: created %d, in flight %d, waiting %d; want none", w.MigrationsCreated, w.MigrationsInFlight, w.WaitingForMigration)
 	}
 	e.eventually("one WorkloadUpdateNotMovable Event per VMI", time.Minute, func() (bool, error) {
-		return e.vmEvents(core.ReasonNotMovable) == vms, nil
+		return e.eventsIn(vmNamespace, core.ReasonNotMovable) == vms, nil
 	})
 
 	e.updateSpec(func(s *v1.KubeVirtSpec) {

@@ -142,12 +142,12 @@ func TestWorkloadUpdatesPacedByCapacity(t *testing.T) {
 	} else {
 		t.Logf("flaky VMI retried after %v, then %v", g1, g2)
 	}
-	if n := e.vmEvents(core.ReasonNeedsAttention); n != 1 {
+	if n := e.eventsIn(vmNamespace, core.ReasonNeedsAttention); n != 1 {
 		t.Errorf("%d %s events, want 1", n, core.ReasonNeedsAttention)
 	}
 	// One Warning per failure; the events API folds those of one VMI into a
 	// series, so at least one object.
-	if n := e.vmEvents(core.ReasonFailedMigration); n < 1 {
+	if n := e.eventsIn(vmNamespace, core.ReasonFailedMigration); n < 1 {
 		t.Errorf("no FailedMigration event")
 	}
 	w := e.kubeVirt().Status.WorkloadUpdates
@@ -220,7 +220,7 @@ func TestUpstreamsFieldLeavesTheMovesToVirtController(t *testing.T) {
 		t.Errorf("status.workloadUpdates %+v: want actor virt-controller and nothing done by the operator", w)
 	}
 	// The simulator sends no Events; the operator sends one per migration it creates.
-	if n := e.vmEvents(core.ReasonSuccessfulCreate); n != 0 {
+	if n := e.eventsIn(vmNamespace, core.ReasonSuccessfulCreate); n != 0 {
 		t.Errorf("the operator created %d migrations beside virt-controller", n)
 	}
 	if migs.maxParallel > core.DefaultParallelMigrations {

@@ -283,9 +283,10 @@ func (e *env) evictionBatches(gap time.Duration) [][]time.Time {
 	return batches
 }
 
-func (e *env) vmEvents(reason string) int {
+// eventsIn counts the Events of a reason in a namespace.
+func (e *env) eventsIn(namespace, reason string) int {
 	list := &eventsv1.EventList{}
-	if err := e.c.List(context.Background(), list, client.InNamespace(vmNamespace)); err != nil {
+	if err := e.c.List(context.Background(), list, client.InNamespace(namespace)); err != nil {
 		e.t.Fatal(err)
 	}
 	n := 0
@@ -445,7 +446,7 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 	if len(migs.perVMI) != vms-nonMigratable {
 		t.Errorf("%d VMIs migrated, want %d", len(migs.perVMI), vms-nonMigratable)
 	}
-	if n := e.vmEvents(core.ReasonFailedMigration); n < 2 {
+	if n := e.eventsIn(vmNamespace, core.ReasonFailedMigration); n < 2 {
 		t.Errorf("%d FailedMigration events, want one per failed migration (2)", n)
 	}
 	// The interval, on the objects' own times rather than on when this test saw
