@@ -21,9 +21,10 @@ import (
 //
 //	prepared, err := apply.Prepare(strategy, cfg)        // customized, without what cfg switches off
 //	filled, err   := certs.Fill(prepared, live certificates, policy, now)
+//	apply.ScaleAPI(prepared, cfg, schedulable nodes)      // virt-api's replicas, from the cluster
 //	desired, err  := apply.Complete(prepared, filled, cfg, mapper)
 //
-// DesiredState runs all three for a reader (virt-operator plan does); the
+// DesiredState runs them all for a reader (virt-operator plan does); the
 // controller runs them itself, the certificates in a phase of their own.
 
 // Prepare is s customized for cfg (a *PatchError when a customization does not
@@ -100,6 +101,11 @@ func DesiredState(ctx context.Context, r client.Reader, mapper meta.RESTMapper, 
 	if err != nil {
 		return nil, err
 	}
+	schedulable, err := SchedulableNodes(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	ScaleAPI(prepared, cfg, schedulable)
 	return Complete(prepared, filled, cfg, mapper)
 }
 

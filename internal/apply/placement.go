@@ -216,13 +216,3 @@ func FlagCommand(binary string, flags map[string]string) []string {
 	}
 	return cmd
 }
-
-// APIReplicas is virt-api's replica count when spec.infra.replicas is unset
-// (§4.8): 1 on a single schedulable node, else max(2, nodes/10). The caller
-// applies it, since it depends on the cluster, not on the strategy.
-func APIReplicas(schedulableNodes int) int32 {
-	if schedulableNodes == 1 {
-		return 1
-	}
-	return int32(max(2, schedulableNodes/10))
-}

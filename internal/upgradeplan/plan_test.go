@@ -138,7 +138,7 @@ func TestMakeRollback(t *testing.T) {
 		"Roll back KubeVirt v1.9.0 -> v1.8.4", "Rollback: v1.9.0 -> v1.8.4 undoes",
 		"Components     1 back to v1.8.4's images: Deployment/virt-api",
 		"CRD versions   stored, no longer served: virtualmachineexports.export.kubevirt.io v1 (2 VirtualMachineExports, rewritten as v1beta1)",
-		"RBAC           0 roles and bindings created, 1 updated, 0 deleted",
+		"RBAC           0 roles and bindings created, 1 changed, 0 deleted",
 		"VMs            1 move back to v1.8.4's launcher (1 migrate, 0 evicted), 1 stay on v1.9.0's",
 	} {
 		if !strings.Contains(text, want) {

@@ -23,7 +23,8 @@ type Rollback struct {
 	// v1 (2 VirtualMachineExports, rewritten as v1beta1)"); CRDsRemoved the CRDs
 	// the older release does not have (deleted, or kept for their data).
 	CRDVersions, CRDsRemoved []string
-	// RBAC counts the roles and bindings created, updated and deleted.
+	// RBAC counts the roles and bindings created, changed (more than the
+	// operator's version stamps) and deleted.
 	RBACCreated, RBACUpdated, RBACDeleted int
 	// VMIs move back to the older launcher (by migration or eviction) or stay.
 	Migrate, Evict, Leave int
@@ -58,7 +59,9 @@ func rollbackOf(in Input, p Plan) *Rollback {
 			case apply.OpDelete:
 				rb.RBACDeleted++
 			default:
-				rb.RBACUpdated++
+				if len(c.Fields) > 0 { // not the version stamps alone
+					rb.RBACUpdated++
+				}
 			}
 		}
 	}
@@ -85,7 +88,7 @@ func (rb *Rollback) text(from, to string) string {
 	if len(rb.CRDsRemoved) > 0 {
 		w("  CRDs           not in %s: %s", to, list(rb.CRDsRemoved))
 	}
-	w("  RBAC           %d roles and bindings created, %d updated, %d deleted", rb.RBACCreated, rb.RBACUpdated, rb.RBACDeleted)
+	w("  RBAC           %d roles and bindings created, %d changed, %d deleted", rb.RBACCreated, rb.RBACUpdated, rb.RBACDeleted)
 	w("  VMs            %d move back to %s's launcher (%d migrate, %d evicted), %d stay on %s's", rb.Migrate+rb.Evict, to, rb.Migrate, rb.Evict, rb.Leave, from)
 	return b.String()
 }

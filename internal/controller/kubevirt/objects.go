@@ -28,10 +28,15 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, s *scope) error {
 		return nil // no strategy yet: nothing runs, nothing to write
 	}
 	mapper := r.Client.RESTMapper()
+	schedulable, err := apply.SchedulableNodes(ctx, r.Client)
+	if err != nil {
+		return err
+	}
 	for _, d := range []*deployment{s.target, s.observed} {
 		if d == nil || d.prepared == nil {
 			continue
 		}
+		apply.ScaleAPI(d.prepared, d.cfg, schedulable)
 		desired, err := apply.Complete(d.prepared, s.certs, d.cfg, mapper)
 		if err != nil {
 			return err

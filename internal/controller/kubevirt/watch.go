@@ -25,6 +25,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/activecr"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/controller/coalesce"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/preflight"
@@ -92,8 +93,23 @@ func (r *Reconciler) watchManaged(b *builder.Builder) *builder.Builder {
 	// once it restarts, within rolloutEventWindow, not at the next resync.
 	// The preflight's pre-pull pods too: a pull error holds the upgrade at once.
 	b = b.Watches(&corev1.Pod{}, coalesce.Handler(rolloutEventWindow, r.activeRequest), builder.WithPredicates(predicate.NewPredicateFuncs(rolloutPod)))
+	// The nodes virt-handler marks schedulable size virt-api (apply.ScaleAPI):
+	// a node gaining or losing the mark brings the operator back; heartbeats
+	// and every other node change cost nothing.
+	b = b.Watches(&corev1.Node{}, toActive, builder.WithPredicates(schedulableChanged))
 	return b
 }
+
+// schedulableChanged passes a node event that changes how many nodes carry
+// kubevirt.io/schedulable=true.
+var schedulableChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return schedulable(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return schedulable(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return schedulable(e.ObjectOld) != schedulable(e.ObjectNew) },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func schedulable(o client.Object) bool { return o.GetLabels()[apply.SchedulableLabel] == "true" }
 
 // managedOrStrategy passes the operator's objects and its strategy ConfigMaps
 // and Jobs: a change to anything else in the operator's namespace (or to an

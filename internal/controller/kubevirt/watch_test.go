@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/preflight"
 )
@@ -58,5 +59,36 @@ func TestNotStatusOnly(t *testing.T) {
 		if got := notStatusOnly.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tc.new}); got != tc.want {
 			t.Errorf("%s: reconcile %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A node gaining or losing virt-handler's schedulable mark brings the operator
+// back (virt-api's replicas); a heartbeat or another label does not.
+func TestSchedulableChanged(t *testing.T) {
+	node := func(mark string, heartbeat int64) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "1", Labels: map[string]string{"zone": "a"}}}
+		if mark != "" {
+			n.Labels[apply.SchedulableLabel] = mark
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, LastHeartbeatTime: metav1.Unix(heartbeat, 0)}}
+		return n
+	}
+	for _, c := range []struct {
+		name     string
+		old, new *corev1.Node
+		want     bool
+	}{
+		{"marked", node("", 1), node("true", 1), true},
+		{"unmarked by virt-handler", node("true", 1), node("false", 1), true},
+		{"a heartbeat", node("true", 1), node("true", 2), false},
+		{"never marked", node("", 1), node("", 2), false},
+	} {
+		if got := schedulableChanged.Update(event.UpdateEvent{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
+			t.Errorf("%s: passes %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !schedulableChanged.Create(event.CreateEvent{Object: node("true", 1)}) || schedulableChanged.Create(event.CreateEvent{Object: node("", 1)}) ||
+		!schedulableChanged.Delete(event.DeleteEvent{Object: node("true", 1)}) {
+		t.Error("a marked node created or deleted must pass, an unmarked one created must not")
 	}
 }
