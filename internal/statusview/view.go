@@ -1,9 +1,9 @@
 // Package statusview renders one screen of an install or upgrade for
 // `virt-operator status`: target and observed version and ID, the changed
 // keys, a held rollout, each component's readiness, the virt-handler canary
-// with a progress bar, the workload updates draining, estimates from the
-// observed rates, and the last history entries. Render is pure: the command
-// reads the cluster and passes a Snapshot.
+// with a progress bar and the nodes waiting for live migrations, the workload
+// updates draining, estimates from the observed rates, and the last history
+// entries. Render is pure: the command reads the cluster and passes a Snapshot.
 package statusview
 
 import (
@@ -100,6 +100,9 @@ func Render(s Snapshot) string {
 	line("Components")
 	for _, c := range components(s) {
 		line("  %-34s %s", c.name, c.state)
+		for _, d := range c.details {
+			line("  %-34s %s", "", d)
+		}
 	}
 	if w := workloadLines(s); len(w) > 0 {
 		line("")
@@ -117,10 +120,15 @@ func Render(s Snapshot) string {
 	return b.String()
 }
 
-type component struct{ name, state string }
+// component is one line of Components, with continuation lines under its state.
+type component struct {
+	name, state string
+	details     []string
+}
 
 // components lists the Deployments and DaemonSets with readiness and version;
-// virt-handler's line carries the canary phase and a bar.
+// virt-handler's line carries the canary phase and a bar, and a line below it
+// the nodes that wait for live migrations.
 func components(s Snapshot) []component {
 	var out []component
 	for _, d := range s.Deployments {
@@ -128,10 +136,11 @@ func components(s Snapshot) []component {
 		if d.Spec.Replicas != nil {
 			want = *d.Spec.Replicas
 		}
-		out = append(out, component{d.Name, fmt.Sprintf("%d/%d ready  %s", d.Status.ReadyReplicas, want, imageTag(d.Spec.Template.Spec.Containers))})
+		out = append(out, component{name: d.Name, state: fmt.Sprintf("%d/%d ready  %s", d.Status.ReadyReplicas, want, imageTag(d.Spec.Template.Spec.Containers))})
 	}
 	for _, ds := range s.DaemonSets {
 		state := fmt.Sprintf("%d/%d ready  %s", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled, imageTag(ds.Spec.Template.Spec.Containers))
+		var details []string
 		if h := s.KubeVirt.Status.HandlerRollout; h != nil && ds.Name == "virt-handler" && h.TargetID == s.KubeVirt.Status.TargetDeploymentID {
 			state = fmt.Sprintf("%s %s updated, %d ready  %s", h.Phase, Bar(int(h.UpdatedPods), int(h.DesiredPods)), h.ReadyPods, imageTag(ds.Spec.Template.Spec.Containers))
 			if h.Paused {
@@ -143,11 +152,55 @@ func components(s Snapshot) []component {
 			if h.CanaryNode != "" {
 				state += "  canary " + h.CanaryNode
 			}
+			if w := migrationWaits(h, s.Now); w != "" {
+				details = append(details, w)
+			}
 		}
-		out = append(out, component{ds.Name, state})
+		out = append(out, component{name: ds.Name, state: state, details: details})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// migrationWaits is the line of the nodes whose old virt-handler pod waits
+// for a live migration, e.g. "2 nodes wait for live migrations: node-004
+// (default/vm-7-migration, until 12:04:05Z), +1 more"; "" without a wait. The
+// CR lists the first few nodes, the count covers all. A time of another day
+// than now is shown in full.
+func migrationWaits(h *v1.HandlerRolloutStatus, now time.Time) string {
+	n := max(int(h.NodesWaitingForMigrations), len(h.MigrationWaits))
+	if n == 0 {
+		return ""
+	}
+	l := "1 node waits for a live migration"
+	if n > 1 {
+		l = fmt.Sprintf("%d nodes wait for live migrations", n)
+	}
+	var nodes []string
+	for _, w := range h.MigrationWaits {
+		until := "expired"
+		if w.Until.After(now) {
+			until = "until " + clock(w.Until.Time, now)
+		}
+		nodes = append(nodes, fmt.Sprintf("%s (%s, %s)", w.Node, w.Migration, until))
+	}
+	if more := n - len(h.MigrationWaits); more > 0 && len(nodes) > 0 {
+		nodes = append(nodes, fmt.Sprintf("+%d more", more))
+	}
+	if len(nodes) == 0 {
+		return l
+	}
+	return l + ": " + strings.Join(nodes, ", ")
+}
+
+// clock is t in UTC as the time of day (12:04:05Z), or in full
+// (2026-07-02T12:04:05Z) when it falls on another day than now.
+func clock(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	if t.YearDay() == now.YearDay() && t.Year() == now.Year() {
+		return t.Format("15:04:05Z07:00")
+	}
+	return t.Format(time.RFC3339)
 }
 
 // handlerETA extrapolates the rollout's rate since it started.

@@ -129,3 +129,49 @@ func TestDegraded(t *testing.T) {
 		t.Fatal("upstream's update-in-progress Degraded")
 	}
 }
+
+func TestRenderMigrationWaits(t *testing.T) {
+	ds := appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "virt-handler"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "quay.io/kubevirt/virt-handler:v1.9.0"}}}}}}
+	in := func(s int) metav1.Time { return metav1.NewTime(now.Add(time.Duration(s) * time.Second)) }
+	const indent = "                                     " // under the state column
+	for _, c := range []struct {
+		name  string
+		waits []v1.HandlerMigrationWait
+		count int32
+		want  string // the line under virt-handler's; "" for none
+	}{
+		{name: "no wait"},
+		{name: "one wait", count: 1,
+			waits: []v1.HandlerMigrationWait{{Node: "node-004", Migration: "default/vm-7-migration", Until: in(245)}},
+			want:  "1 node waits for a live migration: node-004 (default/vm-7-migration, until 12:04:05Z)"},
+		{name: "more waits than listed", count: 3,
+			waits: []v1.HandlerMigrationWait{{Node: "node-004", Migration: "default/vm-7-migration", Until: in(245)},
+				{Node: "node-011", Migration: "prod/db-0-migration", Until: in(590)}},
+			want: "3 nodes wait for live migrations: node-004 (default/vm-7-migration, until 12:04:05Z), node-011 (prod/db-0-migration, until 12:09:50Z), +1 more"},
+		{name: "until past", count: 2,
+			waits: []v1.HandlerMigrationWait{{Node: "node-001", Migration: "default/old-migration", Until: in(-5)},
+				{Node: "node-002", Migration: "default/old-migration", Until: in(0)}},
+			want: "2 nodes wait for live migrations: node-001 (default/old-migration, expired), node-002 (default/old-migration, expired)"},
+		{name: "until another day", count: 1,
+			waits: []v1.HandlerMigrationWait{{Node: "node-004", Migration: "default/long-migration", Until: in(13 * 3600)}},
+			want:  "1 node waits for a live migration: node-004 (default/long-migration, until 2026-07-02T01:00:00Z)"},
+		{name: "a count without entries", count: 2, want: "2 nodes wait for live migrations"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kv := upgrading()
+			kv.Status.HandlerRollout.MigrationWaits, kv.Status.HandlerRollout.NodesWaitingForMigrations = c.waits, c.count
+			screen := Render(Snapshot{KubeVirt: kv, DaemonSets: []appsv1.DaemonSet{ds}, Now: now})
+			handler := "  virt-handler                       Waiting [#####...............] 5/20 updated, 4 ready  v1.9.0  ETA 2m30s  canary node-003\n"
+			if c.want == "" {
+				if !strings.Contains(screen, handler+"\n") || strings.Contains(screen, "migration") {
+					t.Fatalf("a line for no wait:\n%s", screen)
+				}
+				return
+			}
+			if want := handler + indent + c.want + "\n"; !strings.Contains(screen, want) {
+				t.Fatalf("the screen lacks %q:\n%s", want, screen)
+			}
+		})
+	}
+}
