@@ -87,6 +87,9 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 		}
 		if i == 0 {
 			s.created = true
+			if len(writes) > 0 {
+				r.labelNamespace(ctx, s)
+			}
 		}
 		if len(writes) > 0 && hasWorkloads(step) {
 			return nil // the new generation is not observed yet

@@ -111,13 +111,10 @@ var liveAllowed = []liveRule{
 // work list. Each reason starts with "to fix: ".
 var knownDifferences = []liveRule{
 	// Found by this test's first runs (2026-12-02) and by the notes on upstream's
-	// operator on the sandbox; the rest were fixed (virt-handler's and
-	// virt-template's runtime shape, the customizer identifier, PDB labels, v1.8's
-	// export proxy) or are deliberate (liveAllowed).
-	{Rule: strategydiff.Rule{Kind: "Namespace", Path: ".metadata.labels.openshift.io/cluster-monitoring",
-		Reason: knownPrefix + "upstream labels its namespace openshift.io/cluster-monitoring=true on every pass (syncKubevirtNamespaceLabels, on any cluster), " +
-			"which OpenShift's platform monitoring needs to load the PrometheusRule in that namespace (KubeVirt's alerts); ours leaves the namespace " +
-			"alone and may not patch namespaces at all (its role has no namespaces rule)"}},
+	// operator on the sandbox; all since fixed (virt-handler's and virt-template's
+	// runtime shape, the customizer identifier, PDB labels, v1.8's export proxy,
+	// virt-api's replicas, the namespace's cluster-monitoring label) or deliberate
+	// (liveAllowed). A new entry starts with "to fix: ".
 }
 
 // TestLiveInstallMatchesUpstream holds what ends up running against what KubeVirt's
