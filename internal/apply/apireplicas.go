@@ -11,12 +11,9 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
-
-// SchedulableLabel is virt-handler's mark on a node it can run VMs on
-// ("true"); upstream sizes virt-api by the nodes that carry it.
-const SchedulableLabel = "kubevirt.io/schedulable"
 
 // APIReplicas is virt-api's replica count when the CR does not size it
 // (§4.8): 1 on a single schedulable node, else max(2, nodes/10).
@@ -84,7 +81,7 @@ func replicasPatched(cc *v1.CustomizeComponents, name string) bool {
 // SchedulableNodes counts the nodes virt-handler marked schedulable.
 func SchedulableNodes(ctx context.Context, r client.Reader) (int, error) {
 	nodes := &corev1.NodeList{}
-	if err := r.List(ctx, nodes, client.MatchingLabels{SchedulableLabel: "true"}); err != nil {
+	if err := r.List(ctx, nodes, client.MatchingLabels{metadata.SchedulableLabel: "true"}); err != nil {
 		return 0, fmt.Errorf("counting the schedulable nodes (virt-api's replicas): %w", err)
 	}
 	return len(nodes.Items), nil

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
@@ -59,7 +60,7 @@ func TestScaleAPI(t *testing.T) {
 
 func TestSchedulableNodes(t *testing.T) {
 	node := func(name, mark string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{SchedulableLabel: mark}}}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{metadata.SchedulableLabel: mark}}}
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(node("a", "true"), node("b", "false"), node("c", "true"),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "d"}}).Build()

@@ -76,6 +76,10 @@ const (
 	LauncherApp = "virt-launcher"
 	// CreatedByLabel on a virt-launcher pod holds the UID of its VMI.
 	CreatedByLabel = "kubevirt.io/created-by"
+	// SchedulableLabel is virt-handler's mark on its node: "true" when it can
+	// run VMs there (upstream sizes virt-api by them), "false" when it cannot
+	// (no migration target).
+	SchedulableLabel = "kubevirt.io/schedulable"
 )
 
 // Finalizers.

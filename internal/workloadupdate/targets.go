@@ -13,11 +13,6 @@ import (
 	"github.com/virt-operator/virt-operator/internal/metadata"
 )
 
-// SchedulableLabel is virt-handler's mark on its node: "false" means the node
-// cannot run VMs now (its virt-handler is gone or not ready). An absent label is
-// not held against a node: the operator does not second-guess the scheduler.
-const SchedulableLabel = "kubevirt.io/schedulable"
-
 // Placement is what of a VMI's spec decides where it may run: the fields the
 // target check reads, the only ones of the spec the operator's cache keeps.
 type Placement struct {
@@ -53,7 +48,8 @@ func PlacementOnly(spec runtime.RawExtension) runtime.RawExtension {
 
 // Targets answers whether a VMI could be live-migrated to another node: a node
 // that is Ready, not cordoned, not being deleted and not marked unschedulable by
-// virt-handler, that matches the VMI's node selector and required node affinity,
+// virt-handler (kubevirt.io/schedulable=false; an absent label is not held
+// against a node: the operator does not second-guess the scheduler), that matches the VMI's node selector and required node affinity,
 // and whose NoSchedule and NoExecute taints the VMI tolerates. A migration that
 // no node can take would only fail, back off and end as "needs attention".
 type Targets struct {
@@ -65,7 +61,7 @@ func NewTargets(nodes []corev1.Node) *Targets {
 	t := &Targets{}
 	for i := range nodes {
 		n := &nodes[i]
-		if n.DeletionTimestamp == nil && !n.Spec.Unschedulable && n.Labels[SchedulableLabel] != "false" && metadata.NodeIsReady(n) {
+		if n.DeletionTimestamp == nil && !n.Spec.Unschedulable && n.Labels[metadata.SchedulableLabel] != "false" && metadata.NodeIsReady(n) {
 			t.usable = append(t.usable, n)
 		}
 	}

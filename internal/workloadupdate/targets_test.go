@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 )
 
 type nodeOpt func(*corev1.Node)
@@ -71,7 +72,7 @@ func TestTargetsWhy(t *testing.T) {
 		{"the other is not Ready", []corev1.Node{node("a"), node("b", notReady)}, nil, none},
 		{"the other reports no Ready condition", []corev1.Node{node("a"), node("b", noStatus)}, nil, none},
 		{"the other is being deleted", []corev1.Node{node("a"), node("b", deleting)}, nil, none},
-		{"virt-handler marked the other unschedulable", []corev1.Node{node("a"), node("b", nodeLabel(SchedulableLabel, "false"))}, nil, none},
+		{"virt-handler marked the other unschedulable", []corev1.Node{node("a"), node("b", nodeLabel(metadata.SchedulableLabel, "false"))}, nil, none},
 		{"an absent schedulable label is not held against a node", []corev1.Node{node("a"), node("b", nodeLabel("other", "x"))}, nil, ""},
 		{"node selector matches no other node", []corev1.Node{node("a", nodeLabel("gpu", "yes")), node("b")},
 			[]vmiOpt{spec(`{"nodeSelector":{"gpu":"yes"},"domain":{"devices":{}}}`)}, affinity},

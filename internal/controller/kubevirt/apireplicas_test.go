@@ -52,7 +52,7 @@ func TestVirtAPIReplicasFollowTheSchedulableNodes(t *testing.T) {
 		if i >= 30 {
 			mark = "false"
 		}
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%02d", i), Labels: map[string]string{apply.SchedulableLabel: mark}}}
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%02d", i), Labels: map[string]string{metadata.SchedulableLabel: mark}}}
 		if err := c.Create(context.Background(), n); err != nil {
 			t.Fatal(err)
 		}

@@ -53,8 +53,8 @@ func TestInstallLabelsTheNamespace(t *testing.T) {
 		if err := c.Get(context.Background(), client.ObjectKey{Name: "kubevirt"}, got); err != nil {
 			t.Fatal(err)
 		}
-		if want := map[bool]string{false: "true", true: ""}[refuse]; got.Labels[ClusterMonitoringLabel] != want || got.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
-			t.Errorf("refused %v: namespace labels %v, want %s=%q and the others kept", refuse, got.Labels, ClusterMonitoringLabel, want)
+		if want := map[bool]string{false: "true", true: ""}[refuse]; got.Labels[metadata.ClusterMonitoringLabel] != want || got.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+			t.Errorf("refused %v: namespace labels %v, want %s=%q and the others kept", refuse, got.Labels, metadata.ClusterMonitoringLabel, want)
 		}
 		warned := false
 		for len(recorder.Events) > 0 {

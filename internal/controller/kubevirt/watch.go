@@ -25,7 +25,6 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/activecr"
-	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/controller/coalesce"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/preflight"
@@ -109,7 +108,7 @@ var schedulableChanged = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-func schedulable(o client.Object) bool { return o.GetLabels()[apply.SchedulableLabel] == "true" }
+func schedulable(o client.Object) bool { return o.GetLabels()[metadata.SchedulableLabel] == "true" }
 
 // managedOrStrategy passes the operator's objects and its strategy ConfigMaps
 // and Jobs: a change to anything else in the operator's namespace (or to an

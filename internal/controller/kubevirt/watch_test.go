@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
-	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/preflight"
 )
@@ -68,7 +67,7 @@ func TestSchedulableChanged(t *testing.T) {
 	node := func(mark string, heartbeat int64) *corev1.Node {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: "1", Labels: map[string]string{"zone": "a"}}}
 		if mark != "" {
-			n.Labels[apply.SchedulableLabel] = mark
+			n.Labels[metadata.SchedulableLabel] = mark
 		}
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, LastHeartbeatTime: metav1.Unix(heartbeat, 0)}}
 		return n

@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
@@ -341,7 +342,7 @@ func TestTargetChangedPredicate(t *testing.T) {
 	notReady := old.DeepCopy()
 	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
 	labelled := old.DeepCopy()
-	labelled.Labels = map[string]string{core.SchedulableLabel: "false"}
+	labelled.Labels = map[string]string{metadata.SchedulableLabel: "false"}
 	tainted := old.DeepCopy()
 	tainted.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
 	for name, c := range map[string]struct {
