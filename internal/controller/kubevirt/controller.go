@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,6 +81,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	return r.watchManaged(b).WatchesRawSource(r.migrationEvents(mgr.GetCache())).Complete(r)
 }
 
+// rolloutResync is how soon a pass looks again by itself while a rollout is
+// under way (observed != target), whatever it waits for. The passes are driven
+// by events, and a wait that no event ends (one missed, or a write the API
+// server found already done, which sends none) would otherwise hold the rollout
+// silently until the next unrelated event. At rest nothing is resynced.
+const rolloutResync = 30 * time.Second
+
 // Reconcile brings the KubeVirt CR named by req and the cluster in line. The
 // pass observes into a scope, its phases act on other objects and record what
 // they did there, and the deferred end derives the whole status from the scope
@@ -107,6 +115,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		patchErr := r.patchStatus(ctx, kv, next, readVersion)
 		r.emitEvents(kv, eventsFor(kv.Status, next, s, patchErr == nil))
 		err = errors.Join(err, patchErr)
+		if kv.DeletionTimestamp == nil && s.ignored == "" && next.TargetDeploymentID != "" && next.ObservedDeploymentID != next.TargetDeploymentID {
+			s.requeueAfter(rolloutResync)
+		}
 		result = reconcile.Result{RequeueAfter: s.requeue}
 	}()
 	switch {
