@@ -9,6 +9,7 @@ package delegation_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +120,20 @@ func TestUnknownReleaseFromItsOwnOperatorThenUpgrades(t *testing.T) {
 		})
 		t.Logf("%s Available %v after it was asked for", version, time.Since(start).Round(100*time.Millisecond))
 		checkRunning(t, c, version)
+	}
+	// status.history records each hop, newest first, each one Succeeded.
+	got := &v1.KubeVirt{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(kv), got); err != nil {
+		t.Fatal(err)
+	}
+	var hops []string
+	for _, h := range got.Status.History {
+		if h.Outcome == "Succeeded" {
+			hops = append(hops, h.ToVersion)
+		}
+	}
+	if want := []string{"v1.9.0", "v1.8.4", "v1.7.4"}; !slices.Equal(hops, want) {
+		t.Errorf("history's succeeded deployments %v, want one per hop %v (history %+v)", hops, want, got.Status.History)
 	}
 
 	if got := jobImages["v1.7.4"]; got != "quay.io/kubevirt/virt-operator:v1.7.4" {
