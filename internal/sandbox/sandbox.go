@@ -266,7 +266,7 @@ func (s *Sandbox) start(name, bin string, args, env []string) error {
 	if err := os.WriteFile(logPath, []byte("# "+joinArgs(bin, args)+"\n"), 0o644); err != nil {
 		return err
 	}
-	p, err := startProcess(name, bin, args, env, logPath)
+	p, err := startProcess(name, bin, args, componentEnv(env, os.LookupEnv), logPath)
 	if err != nil {
 		return err
 	}

@@ -385,3 +385,18 @@ func TestAuditPolicy(t *testing.T) {
 		t.Errorf("one user's requests only: %q", got)
 	}
 }
+
+func TestComponentEnvSetsGOGCUnlessSet(t *testing.T) {
+	unset := func(string) (string, bool) { return "", false }
+	got := componentEnv([]string{"KWOK_WORKDIR=/sb/kwok"}, unset)
+	if want := []string{"GOGC=" + componentGCPercent, "KWOK_WORKDIR=/sb/kwok"}; !slices.Equal(got, want) {
+		t.Errorf("GOGC unset: %q, want %q", got, want)
+	}
+	if got := componentEnv(nil, unset); !slices.Equal(got, []string{"GOGC=" + componentGCPercent}) {
+		t.Errorf("no extra env: %q", got)
+	}
+	set := func(k string) (string, bool) { return "100", k == "GOGC" }
+	if got := componentEnv([]string{"A=b"}, set); !slices.Equal(got, []string{"A=b"}) {
+		t.Errorf("GOGC set by the caller: %q, want it inherited, not overridden", got)
+	}
+}
