@@ -46,6 +46,11 @@
 //     instead of 20/50, so DaemonSets of hundreds of pods are not throttled by them.
 //     RESTConfig keeps client-go's defaults, so an operator under test is throttled
 //     as it would be in a real cluster.
+//   - Every component runs with GOGC=400 unless the environment sets GOGC: the
+//     collector was half of an e2e test's CPU at Go's default (kube-apiserver churns
+//     through the KubeVirt CRDs' schemas on every CRD write), and a throw-away
+//     cluster on two cores wants the CPU more than the memory. The operator itself
+//     (make run, the host-executed strategy Jobs) keeps its own setting.
 //   - etcd runs with --unsafe-no-fsync: the data is thrown away with the sandbox and
 //     fsync latency on a shared disk would slow every write.
 //
