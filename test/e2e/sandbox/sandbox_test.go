@@ -163,6 +163,13 @@ func TestCrashLoopInTwoSandboxes(t *testing.T) {
 	if _, err := c2.CoreV1().Pods("default").Create(ctx, newPod("other", "example/x:v1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A pod of several images, one of them crash-looping (the operator's pre-pull
+	// pod): the others keep their statuses through every crash.
+	mixed := newPod("mixed", "example/x:v1-crashloop")
+	mixed.Spec.Containers = append(mixed.Spec.Containers, corev1.Container{Name: "sidecar", Image: "example/y:v1"})
+	if _, err := c1.CoreV1().Pods("default").Create(ctx, mixed, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	observeCrashLoop(ctx, t, c1, crash.ResourceVersion)
 
@@ -172,6 +179,26 @@ func TestCrashLoopInTwoSandboxes(t *testing.T) {
 	}
 	if !podReady(normal) || normal.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("normal pod: Ready %v, status %+v", podReady(normal), normal.Status.ContainerStatuses)
+	}
+	sandboxtest.Eventually(t, time.Minute, "the mixed pod's crash-looping container restarted twice", func() (bool, error) {
+		p, err := c1.CoreV1().Pods("default").Get(ctx, "mixed", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == "main" && cs.RestartCount >= 2 {
+				if len(p.Status.ContainerStatuses) != 2 {
+					t.Fatalf("the crash loop dropped the sidecar's status: %+v", p.Status.ContainerStatuses)
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if p, err := c1.CoreV1().Pods("default").Get(ctx, "mixed", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if sc := p.Status.ContainerStatuses[1]; sc.Name != "sidecar" || !sc.Ready || sc.State.Running == nil || sc.RestartCount != 0 {
+		t.Errorf("sidecar status after the crashes: %+v", sc)
 	}
 	sandboxtest.Eventually(t, 20*time.Second, "pod Ready in second sandbox", func() (bool, error) {
 		p, err := c2.CoreV1().Pods("default").Get(ctx, "other", metav1.GetOptions{})
