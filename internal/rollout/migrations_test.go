@@ -219,7 +219,8 @@ func TestCleanupWaitsForMigrations(t *testing.T) {
 	carrying.Annotations[CarriedOverAnnotation] = CarriedTLSArgs
 	migs := []Migration{mig("m", "node-1", "node-2", now.Add(-time.Minute))}
 	obs := Observation{DaemonSet: carrying, Pods: pods(newTgt, 0, 3), Target: newTgt, Now: now, Migrations: migs,
-		Previous: &State{Phase: PhaseSuccessful, TargetID: newTgt.ID, StartedAt: t0, PhaseChangeAt: t0, ProgressAt: t0}}
+		Previous: &State{Phase: PhaseSuccessful, TargetID: newTgt.ID, StartedAt: t0, PhaseChangeAt: t0, ProgressAt: t0,
+			CanaryNodes: []string{"node-0"}, CanaryPods: []string{"virt-handler-0"}}}
 	if !NeedsMigrations(obs, p) {
 		t.Fatal("a DaemonSet with settings to drop needs the migrations")
 	}
@@ -252,6 +253,10 @@ func TestCleanupWaitsForMigrations(t *testing.T) {
 	}
 	if s := CleanupStrategy(d.Phase, TemplateWrite{}, clean, p, d.CleanupHeld); s == nil || StrategyString(*s) != "maxUnavailable 10%" {
 		t.Fatalf("clean-up strategy %v, want the fast step", s)
+	}
+	// Through every re-check the record stays the rollout that completed.
+	if d.Status.CanaryNode != "node-0" || d.Status.CanaryPod != "virt-handler-0" || !d.State.StartedAt.Equal(t0) {
+		t.Fatalf("after the clean-up's re-checks: canary %q/%q, started %s", d.Status.CanaryNode, d.Status.CanaryPod, d.State.StartedAt)
 	}
 	// Pods being replaced meanwhile (a re-check in Waiting) are held too.
 	rolling := daemonSet(newTgt, fast(), 3)

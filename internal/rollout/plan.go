@@ -99,7 +99,9 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 		pl.st.Phase = next
 	}
 	if pl.recheck && pl.st.Phase == PhaseSuccessful {
-		pl.st.StartedAt = pl.prev.StartedAt // still the rollout that completed
+		// Still the rollout that completed: its start and its canary.
+		pl.st.StartedAt = pl.prev.StartedAt
+		pl.st.CanaryNodes, pl.st.CanaryPods = slices.Clone(pl.prev.CanaryNodes), slices.Clone(pl.prev.CanaryPods)
 	}
 	return pl.finish(), nil
 }
