@@ -178,11 +178,12 @@ func (h *updaterHarness) kubeVirt() *v1.KubeVirt {
 
 func (h *updaterHarness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	// A wait deadline, not a bound: 20 s ran out once on a busy machine.
+	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {
-		h.t.Fatalf("waiting for %s: %v", what, err)
+		h.t.Fatalf("waiting for %s: %v\nworkload updates: %+v", what, err, h.kubeVirt().Status.WorkloadUpdates)
 	}
 }
 
