@@ -178,7 +178,7 @@ func (h *updaterHarness) kubeVirt() *v1.KubeVirt {
 
 func (h *updaterHarness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	// A wait deadline, not a bound: 20 s ran out once on a busy machine.
+	// A wait deadline, not a bound: 20 s ran out once beside the package's other tests.
 	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})

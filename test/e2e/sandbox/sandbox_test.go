@@ -132,6 +132,16 @@ func newPod(name, image string) *corev1.Pod {
 	}
 }
 
+// containerStatus is the status of p's container name, nil if it has none.
+func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == name {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -180,25 +190,18 @@ func TestCrashLoopInTwoSandboxes(t *testing.T) {
 	if !podReady(normal) || normal.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("normal pod: Ready %v, status %+v", podReady(normal), normal.Status.ContainerStatuses)
 	}
+	var mixedNow *corev1.Pod
 	sandboxtest.Eventually(t, time.Minute, "the mixed pod's crash-looping container restarted twice", func() (bool, error) {
 		p, err := c1.CoreV1().Pods("default").Get(ctx, "mixed", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.Name == "main" && cs.RestartCount >= 2 {
-				if len(p.Status.ContainerStatuses) != 2 {
-					t.Fatalf("the crash loop dropped the sidecar's status: %+v", p.Status.ContainerStatuses)
-				}
-				return true, nil
-			}
-		}
-		return false, nil
+		mixedNow = p
+		main := containerStatus(p, "main")
+		return main != nil && main.RestartCount >= 2, nil
 	})
-	if p, err := c1.CoreV1().Pods("default").Get(ctx, "mixed", metav1.GetOptions{}); err != nil {
-		t.Fatal(err)
-	} else if sc := p.Status.ContainerStatuses[1]; sc.Name != "sidecar" || !sc.Ready || sc.State.Running == nil || sc.RestartCount != 0 {
-		t.Errorf("sidecar status after the crashes: %+v", sc)
+	if sc := containerStatus(mixedNow, "sidecar"); sc == nil || !sc.Ready || sc.State.Running == nil || sc.RestartCount != 0 {
+		t.Errorf("the crash loop changed the sidecar's status: %+v", mixedNow.Status.ContainerStatuses)
 	}
 	sandboxtest.Eventually(t, 20*time.Second, "pod Ready in second sandbox", func() (bool, error) {
 		p, err := c2.CoreV1().Pods("default").Get(ctx, "other", metav1.GetOptions{})
