@@ -33,7 +33,8 @@ package operator
 // Namespaced writes, in the operator's namespace only:
 // +kubebuilder:rbac:groups="",namespace=kubevirt,resources=serviceaccounts;services;secrets;configmaps,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=kubevirt,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=apps,namespace=kubevirt,resources=daemonsets,verbs=list;watch;create;patch;delete
+// virt-handler's DaemonSet is read uncached once as a rollout starts (its running template's TLS flags).
+// +kubebuilder:rbac:groups=apps,namespace=kubevirt,resources=daemonsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,namespace=kubevirt,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kubevirt,resources=roles;rolebindings,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,namespace=kubevirt,resources=prometheusrules,verbs=create;patch;delete

@@ -124,7 +124,11 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 	if err != nil {
 		return handlerOutcome{}, err
 	}
-	tmpl := rollout.PlanTemplate(liveDS, want, d.Phase, obs.SpecChanged)
+	running, err := r.runningHandler(ctx, liveDS, obs.SpecChanged)
+	if err != nil {
+		return handlerOutcome{}, err
+	}
+	tmpl := rollout.PlanTemplate(running, want, d.Phase, obs.SpecChanged)
 	if s := rollout.CleanupStrategy(d.Phase, tmpl, liveDS, policy, d.CleanupHeld); s != nil {
 		d.UpdateStrategy = s
 	}
@@ -239,6 +243,23 @@ type handlerOutcome struct {
 	// Warning is the reason of a Warning Event for that condition; "" when the
 	// rollout's own Event tells users.
 	Warning string
+}
+
+// runningHandler is the DaemonSet whose template the rollout carries settings
+// over from. While the template is changing (the write that starts a rollout,
+// until the cache shows it) it is read from the API server: the carry-over is
+// decided once, by that write, and the cache may not yet show an edit made
+// just before the spec changed, whose TLS flags would then be lost. Otherwise
+// the cached one: the running template is the operator's own write.
+func (r *Reconciler) runningHandler(ctx context.Context, cached *appsv1.DaemonSet, templateChanging bool) (*appsv1.DaemonSet, error) {
+	if !templateChanging {
+		return cached, nil
+	}
+	fresh := &appsv1.DaemonSet{}
+	if err := r.APIReaderOrClient().Get(ctx, client.ObjectKeyFromObject(cached), fresh); err != nil {
+		return nil, fmt.Errorf("reading the running virt-handler DaemonSet: %w", err)
+	}
+	return fresh, nil
 }
 
 // writeHandler writes the desired template (with what the rollout carries

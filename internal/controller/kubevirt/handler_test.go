@@ -3,6 +3,7 @@ package kubevirt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,5 +120,45 @@ func TestSyncHandlerStartsTheCanary(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "virt-handler-node-0"}, &corev1.Pod{}); err != nil {
 		t.Fatalf("a pod on the NotReady node was touched: %v", err)
+	}
+}
+
+// The write that starts a rollout carries over the running template's TLS
+// flags as the API server has them, not as a lagging cache does: an edit made
+// just before the spec changed (the cache's copy lacks the flag) is kept.
+func TestSyncHandlerCarriesOverWhatTheAPIServerRuns(t *testing.T) {
+	const flag = "--tls-min-version=1.2"
+	oldT := metadata.Target{Version: "v1.8.4", Registry: "quay.io/kubevirt", ID: "old"}
+	newT := metadata.Target{Version: "v1.9.0", Registry: "quay.io/kubevirt", ID: "new"}
+	running := handlerDaemonSet(oldT)
+	running.Spec.Template.Spec.Containers[0].Args = []string{"--port", "8443", flag}
+	running.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: 1, CurrentNumberScheduled: 1, UpdatedNumberScheduled: 1, NumberReady: 1}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-0"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(running, node).Build()
+	r := &Reconciler{Client: c, APIReader: c, Namespace: "kubevirt", Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(t0)}
+	cached := &appsv1.DaemonSet{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(running), cached); err != nil {
+		t.Fatal(err)
+	}
+	cached.Spec.Template.Spec.Containers[0].Args = []string{"--port", "8443"} // the cache before the edit
+	kv := &v1.KubeVirt{Status: v1.KubeVirtStatus{TargetKubeVirtVersion: newT.Version, TargetKubeVirtRegistry: newT.Registry,
+		TargetDeploymentID: newT.ID, ObservedKubeVirtVersion: oldT.Version, ObservedDeploymentID: oldT.ID}}
+	desired := handlerDaemonSet(newT)
+	desired.Spec.Template.Spec.Containers[0].Args = []string{"--port", "8443"}
+	sc := &scope{kv: kv, cfg: &deployid.Config{KubeVirtVersion: newT.Version, Registry: newT.Registry, ID: newT.ID}, now: t0}
+	step := apply.Step{Name: apply.StepVirtHandler, Objects: []client.Object{desired}}
+	if _, err := r.syncHandlerStep(context.Background(), sc, step, map[apply.ObjectRef]client.Object{apply.RefOf(cached): cached}); err != nil {
+		t.Fatal(err)
+	}
+	written := &appsv1.DaemonSet{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(running), written); err != nil {
+		t.Fatal(err)
+	}
+	args := written.Spec.Template.Spec.Containers[0].Args
+	if !metadata.DaemonSetIsUpToDate(written, newT) || !slices.Contains(args, flag) ||
+		written.Annotations[rollout.CarriedOverAnnotation] != rollout.CarriedTLSArgs {
+		t.Fatalf("written: target %v, args %v, annotations %v; want the target with %s carried over",
+			metadata.DaemonSetIsUpToDate(written, newT), args, written.Annotations, flag)
 	}
 }
