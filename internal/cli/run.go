@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,11 @@ func NewRunCommand() *cobra.Command {
 				opts.Namespace = DefaultNamespace()
 			}
 			opts.DisableWorkloadUpdates = !workloads
-			operator.TuneGC()
+			gcPercent, memoryLimit, err := operator.TuneGC()
+			if err != nil {
+				return err
+			}
+			logMemorySettings(gcPercent, memoryLimit)
 			return operator.Run(ctrl.SetupSignalHandler(), cfg, opts)
 		},
 	}
@@ -56,6 +61,16 @@ func NewRunCommand() *cobra.Command {
 	f.BoolVar(&workloads, "workload-updates", true, "move outdated VMIs onto the new virt-launcher after an upgrade (false: leave them alone)")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	return cmd
+}
+
+// logMemorySettings says once what bounds the operator's heap, as `kubectl
+// logs` is where an admin looks when the pod is OOM-killed.
+func logMemorySettings(gcPercent int, memoryLimit int64) {
+	var limit any = "none"
+	if memoryLimit != math.MaxInt64 {
+		limit = memoryLimit
+	}
+	ctrl.Log.WithName("setup").Info("Go memory settings", "gcPercent", gcPercent, "softMemoryLimitBytes", limit)
 }
 
 // SetupLogging routes controller-runtime and client-go logs through one
