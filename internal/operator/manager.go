@@ -26,6 +26,7 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/config/rbac"
 	"github.com/virt-operator/virt-operator/internal/admission"
+	"github.com/virt-operator/virt-operator/internal/controller/eventrecorder"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
 	"github.com/virt-operator/virt-operator/internal/controller/workloadupdate"
 	"github.com/virt-operator/virt-operator/internal/deployid"
@@ -222,13 +223,20 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
+	events, err := eventrecorder.NewForConfig(cfg, mgr.GetScheme(), "virt-operator", ctrl.Log.WithName("events"))
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(events); err != nil {
+		return err
+	}
 	reconciler := &kubevirt.Reconciler{
 		ServerVersion:   dc.ServerVersion,
 		Resources:       dc.ServerResourcesForGroupVersion,
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
 		Namespace:       o.Namespace,
-		Recorder:        mgr.GetEventRecorder("virt-operator"),
+		Recorder:        events,
 		Env:             o.env(),
 		OperatorVersion: version.Version,
 		ServiceAccount:  o.serviceAccount(),
@@ -241,7 +249,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Namespace: o.Namespace,
-			Recorder:  mgr.GetEventRecorder("virt-operator"),
+			Recorder:  events,
 		}
 		if err := updater.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the workload updater: %w", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/eventrecorder"
 	"github.com/virt-operator/virt-operator/internal/controller/workloadupdate"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/operator"
@@ -97,8 +99,11 @@ func (h *updaterHarness) start() {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	must(h.t, err)
+	events, err := eventrecorder.NewForConfig(restConfig, scheme, "virt-operator", logr.Discard())
+	must(h.t, err)
+	must(h.t, mgr.Add(events))
 	r := &workloadupdate.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Namespace: h.kv.Namespace, Recorder: mgr.GetEventRecorder("virt-operator")}
+		Namespace: h.kv.Namespace, Recorder: events}
 	must(h.t, r.SetupWithManager(mgr))
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan error, 1)
