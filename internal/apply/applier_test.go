@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,6 +125,20 @@ func TestLiveObjectsAndListManaged(t *testing.T) {
 	if byKind, err := ListManaged(ctx, c, Scope{Namespace: d.Deployments[0].Namespace, Kinds: StrategyKinds(d)}); err != nil || len(byKind) != len(live) {
 		t.Errorf("ListManaged of the strategy's kinds found %d, want %d (%v)", len(byKind), len(live), err)
 	}
+	// Split by kind, the two halves find the same objects between them.
+	for _, whole := range []Scope{{Namespace: d.Deployments[0].Namespace}, {Namespace: d.Deployments[0].Namespace, Kinds: StrategyKinds(d)}} {
+		crdScope, rest := whole.Split("CustomResourceDefinition")
+		crds, err1 := ListManaged(ctx, c, crdScope)
+		others, err2 := ListManaged(ctx, c, rest)
+		if err1 != nil || err2 != nil || len(crds)+len(others) != len(live) {
+			t.Errorf("split %v: %d CRDs and %d others (%v, %v), want %d in all", whole.Kinds != nil, len(crds), len(others), err1, err2, len(live))
+		}
+		for _, o := range crds {
+			if RefOf(o).Kind != "CustomResourceDefinition" {
+				t.Errorf("the CRD half found %v", RefOf(o))
+			}
+		}
+	}
 	// Scoped to another namespace, only the cluster-scoped objects are found.
 	clusterScoped := 0
 	for ref := range live {
@@ -137,6 +152,48 @@ func TestLiveObjectsAndListManaged(t *testing.T) {
 	if o := Orphans(Refs(Steps(d, Upgrade)), managed); len(o) != 0 {
 		t.Errorf("orphans right after install: %v", names(o))
 	}
+}
+
+func TestScopeSplit(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		kinds      map[string]bool
+		only, rest []string
+	}{
+		{"every kind", nil, []string{"CustomResourceDefinition"}, nil},
+		{"the kind among others", map[string]bool{"CustomResourceDefinition": true, "Secret": true}, []string{"CustomResourceDefinition"}, []string{"Secret"}},
+		{"without the kind", map[string]bool{"Secret": true}, nil, []string{"Secret"}},
+		{"nothing", map[string]bool{}, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			only, rest := Scope{Namespace: "kubevirt", Others: []string{"monitoring"}, Kinds: tc.kinds}.Split("CustomResourceDefinition")
+			if got := listed(only); !slices.Equal(got, tc.only) {
+				t.Errorf("only lists %v, want %v", got, tc.only)
+			}
+			if tc.kinds == nil {
+				if got := listed(rest); len(got) != len(managedLists)-1 || slices.Contains(got, "CustomResourceDefinition") {
+					t.Errorf("rest lists %v, want every other kind", got)
+				}
+			} else if got := listed(rest); !slices.Equal(got, tc.rest) {
+				t.Errorf("rest lists %v, want %v", got, tc.rest)
+			}
+			if only.Namespace != "kubevirt" || rest.Namespace != "kubevirt" || len(only.Others) != 1 || len(rest.Others) != 1 {
+				t.Errorf("split lost the namespaces: %+v %+v", only, rest)
+			}
+		})
+	}
+}
+
+// listed is the kinds a scope lists, sorted.
+func listed(s Scope) []string {
+	var out []string
+	for _, ml := range managedLists {
+		if s.Kinds == nil || s.Kinds[ml.kind.Kind] {
+			out = append(out, ml.kind.Kind)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Each kind ListManaged lists is named as its list's items are.

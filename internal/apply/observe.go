@@ -135,6 +135,20 @@ type Scope struct {
 	Kinds map[string]bool
 }
 
+// Split divides scope by kind: the part listing only kind, and the part
+// listing every other kind it would list.
+func (s Scope) Split(kind string) (only, rest Scope) {
+	only, rest = s, s
+	only.Kinds = map[string]bool{kind: s.Kinds == nil || s.Kinds[kind]}
+	rest.Kinds = map[string]bool{}
+	for _, ml := range managedLists {
+		if k := ml.kind.Kind; k != kind && (s.Kinds == nil || s.Kinds[k]) {
+			rest.Kinds[k] = true
+		}
+	}
+	return only, rest
+}
+
 // ListManaged lists every object carrying the managed-by label (current or
 // legacy value) of each kind a strategy can hold, plus PodDisruptionBudgets and
 // the extra kinds given (a strategy's Others, cluster-scoped), within scope.

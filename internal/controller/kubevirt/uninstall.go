@@ -125,20 +125,28 @@ func (r *Reconciler) deleteEverything(ctx context.Context, kv *v1.KubeVirt) ([]c
 	if err != nil {
 		return nil, err
 	}
-	live, err := apply.ListManaged(ctx, r.APIReaderOrClient(), scope)
+	// While CRDs remain (the API server deleting their instances: with
+	// RemoveWorkloads, every VM) nothing else is deleted, so nothing else is
+	// listed: a poll is one list.
+	crdScope, rest := scope.Split("CustomResourceDefinition")
+	crds, err := apply.ListManaged(ctx, r.APIReaderOrClient(), crdScope)
+	if err != nil {
+		return nil, err
+	}
+	if len(crds) > 0 {
+		if err := r.deleteAll(ctx, crds); err != nil {
+			return nil, err
+		}
+		if err := r.nudgeStuckCRDs(ctx, crds); err != nil {
+			return nil, err
+		}
+		return crds, nil
+	}
+	live, err := apply.ListManaged(ctx, r.APIReaderOrClient(), rest)
 	if err != nil {
 		return nil, err
 	}
 	groups := apply.UninstallOrder(live)
-	if len(groups) > 0 && apply.RefOf(groups[0][0]).Kind == "CustomResourceDefinition" {
-		if err := r.deleteAll(ctx, groups[0]); err != nil {
-			return nil, err
-		}
-		if err := r.nudgeStuckCRDs(ctx, groups[0]); err != nil {
-			return nil, err
-		}
-		return groups[0], nil
-	}
 	leftovers, err := r.strategyLeftovers(ctx)
 	if err != nil {
 		return nil, err
