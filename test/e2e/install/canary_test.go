@@ -211,21 +211,24 @@ func TestHandlerCanary(t *testing.T) {
 			return kv.Status.TargetKubeVirtVersion == crashLoopTag && p != nil &&
 				p.TargetID == kv.Status.TargetDeploymentID && p.Phase == string(rollout.PhaseFailed), nil
 		})
-		e.eventually("virt-handler back on the previous version everywhere", 2*time.Minute, func() (bool, error) {
-			ds := e.daemonSet("virt-handler")
-			pods := &corev1.PodList{}
-			if err := e.c.List(context.Background(), pods, client.InNamespace(namespace), client.MatchingLabels{metadata.AppLabel: "virt-handler"}); err != nil {
-				return false, err
-			}
-			for _, p := range pods.Items {
-				if strings.HasSuffix(p.Spec.Containers[0].Image, "-crashloop") {
-					return false, nil
+		rolledBack := func() {
+			e.eventually("virt-handler back on the previous version everywhere", 2*time.Minute, func() (bool, error) {
+				ds := e.daemonSet("virt-handler")
+				pods := &corev1.PodList{}
+				if err := e.c.List(context.Background(), pods, client.InNamespace(namespace), client.MatchingLabels{metadata.AppLabel: "virt-handler"}); err != nil {
+					return false, err
 				}
-			}
-			st := ds.Status
-			return strings.HasSuffix(ds.Spec.Template.Spec.Containers[0].Image, ":v1.9.0") && len(pods.Items) == 20 &&
-				st.ObservedGeneration == ds.Generation && st.NumberReady == 20 && st.UpdatedNumberScheduled == 20, nil
-		})
+				for _, p := range pods.Items {
+					if strings.HasSuffix(p.Spec.Containers[0].Image, "-crashloop") {
+						return false, nil
+					}
+				}
+				st := ds.Status
+				return strings.HasSuffix(ds.Spec.Template.Spec.Containers[0].Image, ":v1.9.0") && len(pods.Items) == 20 &&
+					st.ObservedGeneration == ds.Generation && st.NumberReady == 20 && st.UpdatedNumberScheduled == 20, nil
+			})
+		}
+		rolledBack()
 		time.Sleep(2 * time.Second) // the status catches up with the last Ready pod
 		held := e.kubeVirt()
 		time.Sleep(5 * time.Second) // nothing spreads afterwards, and the failure is not rewritten
@@ -271,10 +274,20 @@ func TestHandlerCanary(t *testing.T) {
 			return !asked && p != nil && p.TargetID == kv.Status.TargetDeploymentID && p.Phase == string(rollout.PhaseFailed) &&
 				p.StartedAt != nil && p.StartedAt.After(failedStart), nil
 		})
+		rolledBack()
 	})
 
 	t.Run("TLS flags the target drops are kept until the rollout has succeeded", func(t *testing.T) {
-		e.tlsCarryOver(t, "v1.9.1") // past the failed crashLoopTag: an upgrade again
+		// Back to the version that runs first: a customization of the failed
+		// target would fail again.
+		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
+		e.eventually("the rollout at rest on v1.9.0", 2*time.Minute, func() (bool, error) {
+			kv := e.kubeVirt()
+			p := kv.Status.HandlerRollout
+			return kv.Status.ObservedKubeVirtVersion == "v1.9.0" && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
+				p != nil && p.TargetID == kv.Status.TargetDeploymentID && !rollout.Phase(p.Phase).Active() && p.Phase != string(rollout.PhaseFailed), nil
+		})
+		e.tlsCarryOver(t, "v1.9.1")
 	})
 
 	t.Run("status.history holds every deployment, newest first, with its stages' durations", func(t *testing.T) {
@@ -314,20 +327,37 @@ func TestHandlerCanary(t *testing.T) {
 
 // tlsCarryOver upgrades with a running virt-handler template that has a TLS
 // flag the target lacks. The sandbox's strategies all have the same flags, so
-// an older template is simulated by adding one to the live DaemonSet first.
+// the running template gets one from a customization, which the upgrade's
+// spec change drops. (An edit of the live DaemonSet would not do: the
+// operator undoes edits made out of band, and whether it does so before the
+// upgrade's first write is a race.)
 func (e *env) tlsCarryOver(t *testing.T, imageTag string) {
 	const flag = "--tls-min-version=1.2"
 	ctx := context.Background()
-	ds := e.daemonSet("virt-handler")
-	patch := client.MergeFrom(ds.DeepCopy())
-	ds.Spec.Template.Spec.Containers[0].Args = append(ds.Spec.Template.Spec.Containers[0].Args, flag)
-	if err := e.c.Patch(ctx, ds, patch); err != nil {
-		t.Fatal(err)
-	}
 	hasFlag := func(args []string) bool { return slices.Contains(args, flag) }
+	e.updateSpec(func(s *v1.KubeVirtSpec) {
+		s.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{
+			ResourceType: "DaemonSet", ResourceName: "virt-handler", Type: v1.JSONPatchType,
+			Patch: `[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"` + flag + `"}]`,
+		}}
+	})
+	e.eventually("virt-handler running the flag everywhere", 2*time.Minute, func() (bool, error) {
+		kv := e.kubeVirt()
+		p := kv.Status.HandlerRollout
+		if kv.Status.ObservedDeploymentID != kv.Status.TargetDeploymentID || p == nil || p.TargetID != kv.Status.TargetDeploymentID || rollout.Phase(p.Phase).Active() {
+			return false, nil
+		}
+		ds := e.daemonSet("virt-handler")
+		st := ds.Status
+		return hasFlag(ds.Spec.Template.Spec.Containers[0].Args) && st.ObservedGeneration == ds.Generation &&
+			st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.NumberReady == st.DesiredNumberScheduled, nil
+	})
 	cleanup := e.watchCleanup(t, hasFlag)
 
-	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = imageTag })
+	e.updateSpec(func(s *v1.KubeVirtSpec) {
+		s.ImageTag = imageTag
+		s.CustomizeComponents.Patches = nil
+	})
 	e.eventually("the canary running the target with the flag kept", 2*time.Minute, func() (bool, error) {
 		st := e.kubeVirt().Status.HandlerRollout
 		if st == nil || st.Phase != string(rollout.PhaseCanary) || st.CanaryPod == "" {
@@ -350,7 +380,7 @@ func (e *env) tlsCarryOver(t *testing.T, imageTag string) {
 		kv := e.kubeVirt()
 		return kv.Status.ObservedKubeVirtVersion == imageTag && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
 	})
-	ds = e.daemonSet("virt-handler")
+	ds := e.daemonSet("virt-handler")
 	if hasFlag(ds.Spec.Template.Spec.Containers[0].Args) || ds.Annotations[rollout.CarriedOverAnnotation] != "" {
 		t.Fatalf("after the rollout the template still carries %s (annotations %v)", flag, ds.Annotations)
 	}
