@@ -152,7 +152,7 @@ func (r *Recorder) enqueue(j job) {
 		r.dropped.Add(1)
 		if j.create {
 			r.mu.Lock()
-			r.series.forget(j.key)
+			r.series.forget(j.key, j.name)
 			r.mu.Unlock()
 		}
 	}
@@ -208,7 +208,7 @@ func (r *Recorder) apply(ctx context.Context, j job) {
 		return
 	}
 	r.mu.Lock()
-	r.series.forget(j.key)
+	r.series.forget(j.key, j.name)
 	r.mu.Unlock()
 	if !apierrors.IsNotFound(err) {
 		r.log.Error(err, "writing an Event", "namespace", j.namespace, "name", j.name, "reason", j.key.reason)

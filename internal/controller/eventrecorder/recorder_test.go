@@ -3,6 +3,7 @@ package eventrecorder
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,8 +107,7 @@ func TestRecorderCountsRepeatsOnOneEvent(t *testing.T) {
 func TestRecorderBoundsWhatItHolds(t *testing.T) {
 	h := newHarness(t)
 	for i := range QueueLength + 44 {
-		h.r.Eventf(pod("p-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+time.Duration(i).String()), nil,
-			corev1.EventTypeNormal, "SuccessfulCreate", "CreateMigration", "created")
+		h.r.Eventf(pod(fmt.Sprintf("p-%03d", i)), nil, corev1.EventTypeNormal, "SuccessfulCreate", "CreateMigration", "created")
 	}
 	if got := len(h.r.queue); got != QueueLength {
 		t.Fatalf("%d writes queued, want the queue's length %d", got, QueueLength)

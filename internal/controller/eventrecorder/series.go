@@ -99,10 +99,11 @@ func (t *seriesTable) tick(now time.Time) []write {
 	return writes
 }
 
-// forget drops a series whose Event the API server does not have (its
-// creation failed, or the Event expired): the next occurrence creates anew.
-func (t *seriesTable) forget(k key) {
-	if el, ok := t.byKey[k]; ok {
+// forget drops the series of the Event name when the API server does not
+// have it (its creation failed, or the Event expired): the next occurrence
+// creates anew. A later series of the same key (a new Event) is kept.
+func (t *seriesTable) forget(k key, name string) {
+	if el, ok := t.byKey[k]; ok && el.Value.(*series).name == name {
 		t.order.Remove(el)
 		delete(t.byKey, k)
 	}

@@ -125,10 +125,15 @@ func TestSeriesTableHoldsAtMostItsCapacity(t *testing.T) {
 func TestSeriesTableForget(t *testing.T) {
 	tbl := newSeriesTable(4, finishAfter, flushEvery)
 	tbl.observe(vmiKey("a"), "a", "vms", t0)
-	tbl.forget(vmiKey("a"))
-	tbl.forget(vmiKey("never-seen"))
+	tbl.forget(vmiKey("a"), "a")
+	tbl.forget(vmiKey("never-seen"), "x")
 	if got := describe(tbl.observe(vmiKey("a"), "a.2", "vms", t0.Add(time.Second))); fmt.Sprint(got) != "[create a.2]" {
 		t.Errorf("after forget: %v, want a new Event", got)
+	}
+	// A failed write of the ended Event "a" must not drop its successor.
+	tbl.forget(vmiKey("a"), "a")
+	if got := describe(tbl.observe(vmiKey("a"), "a.3", "vms", t0.Add(2*time.Second))); fmt.Sprint(got) != "[count a.2=2]" {
+		t.Errorf("after forgetting the ended Event: %v, want a.2's series to go on", got)
 	}
 	if tbl.len() != 1 {
 		t.Errorf("%d series, want 1", tbl.len())
