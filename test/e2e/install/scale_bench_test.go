@@ -66,8 +66,9 @@ type phase struct {
 // live-migrates), spread evenly over the nodes, so the sandbox's throughput is
 // not what the drain measures. Phases: install; the VMs created; virt-handler's
 // own pod template rolled out as a plain DaemonSet at the fast step's 10% (the
-// floor); the upgrade to v1.9.0 (canary, bake, fast step); the workload drain
-// against its bound; ten minutes at rest; the uninstall (RemoveWorkloads). Per
+// floor); the drain's floor (drainFloor: every VMI migrated once by a minimal
+// driver); the upgrade to v1.9.0 (canary, bake, fast step); the workload drain
+// against its bound and its floor; ten minutes at rest; the uninstall (RemoveWorkloads). Per
 // phase: wall time, the operator's CPU seconds, resident and peak memory, and its
 // API requests by verb. With BENCH_REPORT_DIR set it writes scale.md there for
 // BENCHMARKS.md.
@@ -133,6 +134,10 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	floor := e.handlerTemplateUpdate(b)
 	m.end("floor: virt-handler's template as a plain DaemonSet (not the operator)")
 
+	m.begin()
+	floorDrain, floorBusiest := e.drainFloor(b)
+	m.end("drain floor: every VMI migrated once by a minimal driver (not the operator)")
+
 	migs := e.followMigrations()
 	nodeOf, busiest := e.vmiNodes()
 	migs.setNodes(nodeOf)
@@ -153,6 +158,7 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	e.eventually("every VMI moved", 30*time.Minute, func() (bool, error) { return outdated(e.kubeVirt()) == 0, nil })
 	drain := time.Since(upgraded)
 	m.end(fmt.Sprintf("workload drain of %d VMIs", vms))
+	drainWrites := float64(writes(m.phases[len(m.phases)-1].requests)) / float64(max(migs.total(), 1))
 	m.heapProfile("drained")
 
 	m.begin()
@@ -180,6 +186,13 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	b.ReportMetric(drain.Seconds(), "drain-s")
 	b.ReportMetric(bound.Seconds(), "drain-bound-s")
 	b.ReportMetric(drain.Seconds()/bound.Seconds(), "drain-ratio")
+	floorRatio := drainFloorRatio(drain, busiest, floorDrain, floorBusiest)
+	b.ReportMetric(floorDrain.Seconds(), "drain-floor-s")
+	b.ReportMetric(floorRatio, "drain-floor-ratio")
+	b.ReportMetric(drainWrites, "drain-writes-per-migration")
+	m.notes = append(m.notes, fmt.Sprintf("Drain floor (a minimal driver, same pacing, before the upgrade): %s for a busiest node of %d VMIs; "+
+		"the operator's drain per busiest-node VMI against the floor's: **%.2f×**; the operator's API writes per migration: %.2f.",
+		floorDrain.Round(100*time.Millisecond), floorBusiest, floorRatio, drainWrites))
 	b.ReportMetric(float64(migs.maxParallel), "max-parallel")
 	b.ReportMetric(float64(migs.perNodeMax()), "max-per-node")
 	b.ReportMetric(m.phases[len(m.phases)-1].took.Seconds(), "uninstall-s")
@@ -196,6 +209,7 @@ type scaleMeter struct {
 	audit    string
 	pprof    string // the operator's /debug/pprof address
 	stages   string // the upgrade's stages, from the CR's history
+	notes    []string
 	phases   []phase
 	start    time.Time
 	cpu      float64
@@ -261,6 +275,9 @@ func (m *scaleMeter) report(nodes, vms int, upgrade, floor, bake, drain, bound t
 	fmt.Fprintf(&s, "\nUpgrade %s less the %s bake against the floor %s: **%.2f×**. Drain %s against its bound %s (busiest node %d VMIs × %s): **%.2f×**.\n",
 		upgrade.Round(100*time.Millisecond), bake, floor.Round(100*time.Millisecond), (upgrade-bake).Seconds()/floor.Seconds(),
 		drain.Round(100*time.Millisecond), bound, busiest, scaleMigration, drain.Seconds()/bound.Seconds())
+	for _, n := range m.notes {
+		fmt.Fprintf(&s, "\n%s\n", n)
+	}
 	fmt.Fprintf(&s, "\nThe upgrade's stages (status.history, whole seconds): %s.\n", m.stages)
 	if err := os.WriteFile(filepath.Join(dir, "scale.md"), []byte(s.String()), 0o644); err != nil {
 		m.b.Fatal(err)
