@@ -14,16 +14,33 @@ import (
 type writtenStatus struct {
 	mu       sync.Mutex
 	uid      string
+	version  string // the written resourceVersion
 	replaced map[string]bool
 	status   *v1.KubeVirtStatus
 }
+
+// maxReplaced bounds the versions remembered: the cache moves only forward,
+// so a version that many writes old will not be read again.
+const maxReplaced = 32
 
 // remember records a status written over the CR at the given resourceVersions.
 func (w *writtenStatus) remember(kv *v1.KubeVirt, replaced ...string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.uid, w.status = string(kv.UID), kv.Status.DeepCopy()
+	// A write made from a refreshed read replaces the earlier write too, and
+	// every version that one replaced: the cache may still deliver them.
+	var previous map[string]bool
+	if w.uid == string(kv.UID) {
+		replaced = append(replaced, w.version)
+		if len(w.replaced) < maxReplaced {
+			previous = w.replaced
+		}
+	}
+	w.uid, w.version, w.status = string(kv.UID), kv.ResourceVersion, kv.Status.DeepCopy()
 	w.replaced = map[string]bool{}
+	for rv := range previous {
+		w.replaced[rv] = true
+	}
 	for _, rv := range replaced {
 		if rv != "" && rv != kv.ResourceVersion {
 			w.replaced[rv] = true
