@@ -83,7 +83,8 @@ func BenchmarkHandlerCanary200(b *testing.B) {
 		first := e.waitAvailable(5 * time.Minute)
 
 		plain := e.plainDaemonSetUpdate(b)
-		sameTemplate := e.handlerTemplateUpdate(b)
+		sameTemplate, floorLoad := e.handlerTemplateUpdate(b)
+		b.Logf("same-template update %s", floorLoad)
 		ctx, stop := context.WithCancel(context.Background())
 		tl := e.recordTimeline(ctx)
 		cpuBefore := cpuSeconds(b, p.cmd.Process.Pid)
@@ -130,7 +131,7 @@ func cpuSeconds(b *testing.B, pid int) float64 {
 // and deletes it afterwards.
 func (e *env) plainDaemonSetUpdate(b testing.TB) time.Duration {
 	tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/plain:v1"}}}}
-	took := e.timeDaemonSetUpdate(b, "default", "plain", tmpl)
+	took, _ := e.timeDaemonSetUpdate(b, "default", "plain", tmpl)
 	e.deleteDaemonSet(b, "default", "plain")
 	return took
 }
@@ -142,16 +143,17 @@ func (e *env) plainDaemonSetUpdate(b testing.TB) time.Duration {
 // is the rollout the operator's fast step can at best match. The copy keeps the
 // pod labels other than virt-handler's selector: the metrics Service selects
 // them, and the endpoints it follows through the rollout are part of the cost.
-func (e *env) handlerTemplateUpdate(b testing.TB) time.Duration {
+// The window is the control plane's load while the update ran.
+func (e *env) handlerTemplateUpdate(b testing.TB) (time.Duration, loadWindow) {
 	live := e.daemonSet("virt-handler")
 	tmpl := *live.Spec.Template.DeepCopy()
 	tmpl.Annotations = nil
 	for key := range live.Spec.Selector.MatchLabels {
 		delete(tmpl.Labels, key)
 	}
-	took := e.timeDaemonSetUpdate(b, namespace, "plain-handler", tmpl)
+	took, load := e.timeDaemonSetUpdate(b, namespace, "plain-handler", tmpl)
 	e.deleteDaemonSet(b, namespace, "plain-handler")
-	return took
+	return took, load
 }
 
 // deleteDaemonSet deletes a timed DaemonSet and waits for its pods to be gone, so
@@ -172,8 +174,9 @@ func (e *env) deleteDaemonSet(b testing.TB, ns, name string) {
 
 // timeDaemonSetUpdate creates a DaemonSet with tmpl (labels replaced), waits
 // for it, then times changing its first container's image at maxUnavailable
-// 10% until every pod is updated and Ready.
-func (e *env) timeDaemonSetUpdate(b testing.TB, ns, name string, tmpl corev1.PodTemplateSpec) time.Duration {
+// 10% until every pod is updated and Ready, sampling the control plane's load
+// around it.
+func (e *env) timeDaemonSetUpdate(b testing.TB, ns, name string, tmpl corev1.PodTemplateSpec) (time.Duration, loadWindow) {
 	ctx := context.Background()
 	labels := map[string]string{"app": name}
 	if tmpl.Labels == nil {
@@ -206,6 +209,7 @@ func (e *env) timeDaemonSetUpdate(b testing.TB, ns, name string, tmpl corev1.Pod
 	}
 	image := tmpl.Spec.Containers[0].Image
 	e.eventually("DaemonSet "+name+" ready", 5*time.Minute, rolledOut(image))
+	load := loadWindow{from: e.sampleLoad(b)}
 	start := time.Now()
 	if err := e.c.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
 		b.Fatal(err)
@@ -215,5 +219,7 @@ func (e *env) timeDaemonSetUpdate(b testing.TB, ns, name string, tmpl corev1.Pod
 		b.Fatal(err)
 	}
 	e.eventually("DaemonSet "+name+" updated", 10*time.Minute, rolledOut(image+"-next"))
-	return time.Since(start)
+	took := time.Since(start)
+	load.to = e.sampleLoad(b)
+	return took, load
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/history"
 	"github.com/virt-operator/virt-operator/internal/rollout"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
@@ -57,6 +58,7 @@ type phase struct {
 	cpu             float64        // operator CPU seconds
 	rssMiB, peakMiB float64        // at the phase's end
 	requests        map[string]int // operator API requests by verb
+	byResource      map[string]int // and by verb and resource
 }
 
 // BenchmarkScale1000 runs KubeVirt's lifecycle on 1000 kwok nodes with 10,000
@@ -131,7 +133,7 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	m.end(fmt.Sprintf("%d VMs created and Running", vms))
 
 	m.begin()
-	floor := e.handlerTemplateUpdate(b)
+	floor, floorLoad := e.handlerTemplateUpdate(b)
 	m.end("floor: virt-handler's template as a plain DaemonSet (not the operator)")
 
 	m.begin()
@@ -145,14 +147,26 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	start := time.Now()
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 	var upgraded time.Time
+	var fastStep loadWindow // the control plane's load while the fast step runs
 	e.eventually("observed == target", 20*time.Minute, func() (bool, error) {
 		kv := e.kubeVirt()
 		upgraded = time.Now()
-		return kv.Status.ObservedDeploymentID != first.Status.ObservedDeploymentID && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
+		done := kv.Status.ObservedDeploymentID != first.Status.ObservedDeploymentID && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID
+		inFastStep := !done && currentStage(kv) == history.StageHandlerRollout
+		switch {
+		case fastStep.from.at.IsZero() && inFastStep:
+			fastStep.from = e.sampleLoad(b)
+		case !fastStep.from.at.IsZero() && fastStep.to.at.IsZero() && !inFastStep:
+			fastStep.to = e.sampleLoad(b)
+		}
+		return done, nil
 	})
 	upgrade := upgraded.Sub(start)
 	m.end("upgrade to v1.9.0 (canary, bake, fast step)")
 	m.stages = deploymentStages(e.kubeVirt())
+	m.notes = append(m.notes,
+		fmt.Sprintf("The fast step's control plane, from the stage's start to its end as the CR's history shows them (sampled at 200 ms): %s.", fastStep),
+		fmt.Sprintf("The floor's control plane (the same template as a plain DaemonSet, the operator idle): %s.", floorLoad))
 
 	m.begin()
 	e.eventually("every VMI moved", 30*time.Minute, func() (bool, error) { return outdated(e.kubeVirt()) == 0, nil })
@@ -225,7 +239,8 @@ func (m *scaleMeter) begin() {
 func (m *scaleMeter) end(name string) {
 	p := phase{name: name, took: time.Since(m.start), cpu: cpuSeconds(m.b, m.pid) - m.cpu,
 		rssMiB: procStatusMiB(m.b, m.pid, "VmRSS"), peakMiB: procStatusMiB(m.b, m.pid, "VmHWM"),
-		requests: requestsByVerb(m.b, m.audit, m.auditPos)}
+		requests:   requestsByVerb(m.b, m.audit, m.auditPos),
+		byResource: requestsBy(m.b, m.audit, m.auditPos, func(ev auditEvent) string { return ev.Verb + " " + auditResource(ev) })}
 	m.phases = append(m.phases, p)
 	m.b.Logf("%s: %s, operator CPU %.1f s, RSS %.0f MiB (peak %.0f), requests %v", name, p.took.Round(100*time.Millisecond), p.cpu, p.rssMiB, p.peakMiB, p.requests)
 }
@@ -279,6 +294,15 @@ func (m *scaleMeter) report(nodes, vms int, upgrade, floor, bake, drain, bound t
 		fmt.Fprintf(&s, "\n%s\n", n)
 	}
 	fmt.Fprintf(&s, "\nThe upgrade's stages (status.history, whole seconds): %s.\n", m.stages)
+	fmt.Fprintf(&s, "\nThe operator's API requests per phase by verb and resource (leases aside):\n\n")
+	for _, p := range m.phases {
+		for k := range p.byResource {
+			if strings.HasSuffix(k, " leases") {
+				delete(p.byResource, k)
+			}
+		}
+		fmt.Fprintf(&s, "- %s: %s\n", p.name, verbs(p.byResource))
+	}
 	if err := os.WriteFile(filepath.Join(dir, "scale.md"), []byte(s.String()), 0o644); err != nil {
 		m.b.Fatal(err)
 	}
@@ -331,18 +355,47 @@ func writes(counts map[string]int) int {
 // requestsByVerb counts the operator's requests in the audit log after offset,
 // by "verb resource" for leases (the renewals at rest) and by verb otherwise.
 func requestsByVerb(b *testing.B, path string, offset int64) map[string]int {
+	return requestsBy(b, path, offset, func(ev auditEvent) string {
+		if ev.ObjectRef.Resource == "leases" {
+			return ev.Verb + " leases"
+		}
+		return ev.Verb
+	})
+}
+
+// requestsBy counts the operator's requests in the audit log after offset by key.
+func requestsBy(b *testing.B, path string, offset int64, key func(auditEvent) string) map[string]int {
 	out := map[string]int{}
 	readAudit(b, path, offset, func(ev auditEvent) {
-		if ev.User.Username != operatorUser {
-			return
+		if ev.User.Username == operatorUser {
+			out[key(ev)]++
 		}
-		key := ev.Verb
-		if ev.ObjectRef.Resource == "leases" {
-			key += " leases"
-		}
-		out[key]++
 	})
 	return out
+}
+
+// auditResource is an event's resource with its subresource (kubevirts/status).
+func auditResource(ev auditEvent) string {
+	if ev.ObjectRef.Resource == "" {
+		return "(discovery)"
+	}
+	if ev.ObjectRef.Subresource != "" {
+		return ev.ObjectRef.Resource + "/" + ev.ObjectRef.Subresource
+	}
+	return ev.ObjectRef.Resource
+}
+
+// currentStage is the stage the newest deployment in the CR's history is in,
+// "" once every stage has ended.
+func currentStage(kv *v1.KubeVirt) string {
+	if len(kv.Status.History) == 0 {
+		return ""
+	}
+	phases := kv.Status.History[0].Phases
+	if len(phases) == 0 || phases[len(phases)-1].Seconds != nil {
+		return ""
+	}
+	return phases[len(phases)-1].Name
 }
 
 // procStatusMiB is a /proc/PID/status memory field (VmRSS, VmHWM) in MiB.

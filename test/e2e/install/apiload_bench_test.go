@@ -1,0 +1,159 @@
+package install_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// controlPlaneLoad is one sample of what the sandbox's control plane has done
+// so far: each component's CPU seconds, and kube-apiserver's request counters.
+// Two samples make a window (loadWindow), which says how busy the API server
+// was during a step: the way to tell the operator's share of a rollout from
+// the rollout's own cost is to compare the same step with and without it.
+type controlPlaneLoad struct {
+	at           time.Time
+	cpu          map[string]float64 // component name (state.json) -> CPU seconds
+	requests     map[string]float64 // apiserver_request_total by verb, WATCH and CONNECT aside
+	latencySum   float64            // apiserver_request_duration_seconds, WATCH and CONNECT aside
+	latencyCount float64
+}
+
+// loadWindow is the control plane's load between two samples.
+type loadWindow struct{ from, to controlPlaneLoad }
+
+// sampleLoad reads every sandbox component's CPU time (their pids from
+// state.json) and kube-apiserver's /metrics with the admin's credentials.
+func (e *env) sampleLoad(b testing.TB) controlPlaneLoad {
+	s := controlPlaneLoad{at: time.Now(), cpu: map[string]float64{}, requests: map[string]float64{}}
+	data, err := os.ReadFile(filepath.Join(e.sb.Dir, "state.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st struct {
+		Processes []struct {
+			Name string `json:"name"`
+			Pid  int    `json:"pid"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		b.Fatalf("state.json: %v", err)
+	}
+	for _, p := range st.Processes {
+		s.cpu[p.Name] += processCPUSeconds(p.Pid)
+	}
+	cs, err := kubernetes.NewForConfig(e.sb.RESTConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	metrics, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatalf("kube-apiserver /metrics: %v", err)
+	}
+	s.addMetrics(metrics)
+	return s
+}
+
+// processCPUSeconds is a process's CPU time, 0 once it has exited.
+func processCPUSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100
+}
+
+// addMetrics adds the request counters and latency sums of a Prometheus text
+// exposition. Long-running verbs (WATCH, CONNECT) are left out: their
+// "latency" is how long a watch stayed open.
+func (s *controlPlaneLoad) addMetrics(text []byte) {
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		verb := labelValue(labels, "verb")
+		if verb == "" || verb == "WATCH" || verb == "CONNECT" {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "apiserver_request_total":
+			s.requests[verb] += v
+		case "apiserver_request_duration_seconds_sum":
+			s.latencySum += v
+		case "apiserver_request_duration_seconds_count":
+			s.latencyCount += v
+		}
+	}
+}
+
+// labelValue is one label's value in a Prometheus label set.
+func labelValue(labels, key string) string {
+	for _, kv := range strings.Split(labels, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && k == key {
+			return strings.Trim(v, `"`)
+		}
+	}
+	return ""
+}
+
+// mutatingVerbs are apiserver_request_total's write verbs.
+var mutatingVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true, "DELETECOLLECTION": true, "APPLY": true}
+
+// String says, per second of the window, each component's CPU (cores), the
+// API server's requests and writes, and their mean latency.
+func (w loadWindow) String() string {
+	secs := w.to.at.Sub(w.from.at).Seconds()
+	if secs <= 0 {
+		return "no window"
+	}
+	names := make([]string, 0, len(w.to.cpu))
+	for n := range w.to.cpu {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var cpu []string
+	for _, n := range names {
+		cpu = append(cpu, fmt.Sprintf("%s %.2f", n, (w.to.cpu[n]-w.from.cpu[n])/secs))
+	}
+	var all, writes float64
+	for verb, n := range w.to.requests {
+		d := n - w.from.requests[verb]
+		all += d
+		if mutatingVerbs[verb] {
+			writes += d
+		}
+	}
+	latency := 0.0
+	if n := w.to.latencyCount - w.from.latencyCount; n > 0 {
+		latency = (w.to.latencySum - w.from.latencySum) / n * 1000
+	}
+	return fmt.Sprintf("%.0f s: CPU cores %s; API server %.0f requests/s (%.0f writes/s), mean latency %.0f ms",
+		secs, strings.Join(cpu, ", "), all/secs, writes/secs, latency)
+}
