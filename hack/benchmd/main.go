@@ -1,7 +1,8 @@
 // Command benchmd renders BENCHMARKS.md from `make bench`'s outputs: the Go
 // benchmark lines of the pure code and of the sandbox scenarios (3 nodes, 200
 // nodes, 1000 VMIs on 20 nodes, 1000 nodes with 10,000 VMIs), and the scale
-// scenario's per-phase table (scale.md).
+// scenario's per-phase table (scale.md) with the operator's heap by owner from
+// the heap profiles saved beside it (heap.go).
 //
 // Usage: go run ./hack/benchmd -out BENCHMARKS.md unit.txt e2e.txt [scale.md]
 package main
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -112,6 +114,14 @@ func main() {
 			os.Exit(1)
 		}
 		scale = string(raw)
+		heap, err := heapSection(filepath.Dir(args[2]))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchmd:", err)
+			os.Exit(1)
+		}
+		if heap != "" {
+			scale += "\n\n" + heap
+		}
 	}
 	var b strings.Builder
 	render(&b, sets[0], sets[1], scale, time.Now())
