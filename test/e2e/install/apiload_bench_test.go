@@ -51,7 +51,8 @@ func (e *env) sampleLoad(b testing.TB) controlPlaneLoad {
 		b.Fatalf("state.json: %v", err)
 	}
 	for _, p := range st.Processes {
-		s.cpu[p.Name] += processCPUSeconds(p.Pid)
+		secs, _ := processCPUSeconds(p.Pid) // 0 once a component has exited
+		s.cpu[p.Name] += secs
 	}
 	cs, err := kubernetes.NewForConfig(e.sb.RESTConfig())
 	if err != nil {
@@ -63,18 +64,6 @@ func (e *env) sampleLoad(b testing.TB) controlPlaneLoad {
 	}
 	s.addMetrics(metrics)
 	return s
-}
-
-// processCPUSeconds is a process's CPU time, 0 once it has exited.
-func processCPUSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100
 }
 
 // addMetrics adds the request counters and latency sums of a Prometheus text

@@ -112,18 +112,27 @@ func BenchmarkHandlerCanary200(b *testing.B) {
 
 // cpuSeconds is the CPU time (user and system) the process has used.
 func cpuSeconds(b *testing.B, pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	secs, err := processCPUSeconds(pid)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return secs
+}
+
+// processCPUSeconds reads a process's CPU time from /proc/PID/stat.
+func processCPUSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
 	}
 	// Fields after the command name (which may hold spaces): state is 3, utime 14, stime 15.
 	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
 	utime, err1 := strconv.ParseFloat(fields[11], 64)
 	stime, err2 := strconv.ParseFloat(fields[12], 64)
 	if err1 != nil || err2 != nil {
-		b.Fatalf("reading /proc/%d/stat: %v %v", pid, err1, err2)
+		return 0, fmt.Errorf("reading /proc/%d/stat: %v %v", pid, err1, err2)
 	}
-	return (utime + stime) / 100 // clock ticks; USER_HZ is 100 on Linux
+	return (utime + stime) / 100, nil // clock ticks; USER_HZ is 100 on Linux
 }
 
 // plainDaemonSetUpdate times a rolling update of a bare DaemonSet (one pod per
