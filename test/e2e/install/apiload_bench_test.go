@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,7 +25,10 @@ import (
 // the rollout's own cost is to compare the same step with and without it.
 type controlPlaneLoad struct {
 	at           time.Time
-	cpu          map[string]float64 // component name (state.json) -> CPU seconds
+	machine      float64            // the machine's busy CPU seconds, every process (/proc/stat)
+	cpu          map[string]float64 // component name (state.json, env.loadPids) -> CPU seconds
+	auditPos     int64              // the audit log's size: the operator's requests since
+	byCommand    map[string]float64 // every process's CPU seconds by command name (/proc/*/stat)
 	requests     map[string]float64 // apiserver_request_total by verb, WATCH and CONNECT aside
 	latencySum   float64            // apiserver_request_duration_seconds, WATCH and CONNECT aside
 	latencyCount float64
@@ -53,6 +57,21 @@ func (e *env) sampleLoad(b testing.TB) controlPlaneLoad {
 	for _, p := range st.Processes {
 		secs, _ := processCPUSeconds(p.Pid) // 0 once a component has exited
 		s.cpu[p.Name] += secs
+	}
+	for name, pid := range e.loadPids {
+		secs, _ := processCPUSeconds(pid)
+		s.cpu[name] += secs
+	}
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if s.machine, err = machineBusySeconds(stat); err != nil {
+		b.Fatal(err)
+	}
+	s.byCommand = cpuByCommand()
+	if e.audit != "" {
+		s.auditPos = fileSize(b, e.audit)
 	}
 	cs, err := kubernetes.NewForConfig(e.sb.RESTConfig())
 	if err != nil {
@@ -101,6 +120,54 @@ func (s *controlPlaneLoad) addMetrics(text []byte) {
 	}
 }
 
+// machineBusySeconds is the CPU time every core spent on anything but idling
+// and waiting for I/O, from /proc/stat's first line ("cpu  user nice system
+// idle iowait irq softirq steal ...", in USER_HZ ticks).
+func machineBusySeconds(stat []byte) (float64, error) {
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	fields := strings.Fields(string(line))
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: first line %q is not the cpu total", line)
+	}
+	var busy float64
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %q: %w", f, err)
+		}
+		if i != 3 && i != 4 && i < 7 { // not idle, iowait, steal (another guest's), guest (counted in user)
+			busy += v
+		}
+	}
+	return busy / 100, nil
+}
+
+// cpuByCommand is the CPU seconds of every running process, summed by command
+// name: what the named components leave of the machine's busy time. A process
+// that started and ended between two samples is not in it.
+func cpuByCommand() map[string]float64 {
+	out := map[string]float64{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // gone since the directory was read
+		}
+		open, closing := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		if secs, err := processCPUSeconds(pid); err == nil {
+			out[string(data[open+1:closing])] += secs
+		}
+	}
+	return out
+}
+
 // labelValue is one label's value in a Prometheus label set.
 func labelValue(labels, key string) string {
 	for _, kv := range strings.Split(labels, ",") {
@@ -110,6 +177,31 @@ func labelValue(labels, key string) string {
 		}
 	}
 	return ""
+}
+
+// busiestCommands lists the processes, by command name, that used at least
+// 0.02 cores during the window, most first; a process that started during
+// the window is counted from 0.
+func (w loadWindow) busiestCommands(secs float64) string {
+	type use struct {
+		command string
+		cores   float64
+	}
+	var uses []use
+	for command, cpu := range w.to.byCommand {
+		if cores := (cpu - w.from.byCommand[command]) / secs; cores >= 0.02 {
+			uses = append(uses, use{command, cores})
+		}
+	}
+	if len(uses) == 0 {
+		return "none"
+	}
+	sort.Slice(uses, func(i, j int) bool { return uses[i].cores > uses[j].cores })
+	parts := make([]string, len(uses))
+	for i, u := range uses {
+		parts[i] = fmt.Sprintf("%s %.2f", u.command, u.cores)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // mutatingVerbs are apiserver_request_total's write verbs.
@@ -143,6 +235,6 @@ func (w loadWindow) String() string {
 	if n := w.to.latencyCount - w.from.latencyCount; n > 0 {
 		latency = (w.to.latencySum - w.from.latencySum) / n * 1000
 	}
-	return fmt.Sprintf("%.0f s: CPU cores %s; API server %.0f requests/s (%.0f writes/s), mean latency %.0f ms",
-		secs, strings.Join(cpu, ", "), all/secs, writes/secs, latency)
+	return fmt.Sprintf("%.0f s: CPU cores %s; the machine %.2f of %d busy (by command: %s); API server %.0f requests/s (%.0f writes/s), mean latency %.0f ms",
+		secs, strings.Join(cpu, ", "), (w.to.machine-w.from.machine)/secs, runtime.NumCPU(), w.busiestCommands(secs), all/secs, writes/secs, latency)
 }

@@ -3,6 +3,7 @@ package install_test
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -12,9 +13,10 @@ import (
 
 // auditEvent is the part of an API server audit event the tests read.
 type auditEvent struct {
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	User      struct {
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	UserAgent  string `json:"userAgent"`
+	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef struct {
@@ -33,6 +35,12 @@ type auditEvent struct {
 // offset; lines that are not events are skipped.
 func readAudit(t testing.TB, path string, offset int64, each func(auditEvent)) {
 	t.Helper()
+	readAuditRange(t, path, offset, -1, each)
+}
+
+// readAuditRange is readAudit up to byte end (-1: the end of the file).
+func readAuditRange(t testing.TB, path string, offset, end int64, each func(auditEvent)) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +49,11 @@ func readAudit(t testing.TB, path string, offset int64, each func(auditEvent)) {
 	if _, err := f.Seek(offset, 0); err != nil {
 		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(f)
+	var r io.Reader = f
+	if end >= 0 {
+		r = io.LimitReader(f, end-offset)
+	}
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var ev auditEvent

@@ -1,6 +1,8 @@
 package install_test
 
 import (
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,14 +39,50 @@ apiserver_request_duration_seconds_count{resource="pods",verb="GET"} 350
 apiserver_request_duration_seconds_sum{resource="pods",verb="WATCH"} 99000
 apiserver_request_duration_seconds_count{resource="pods",verb="WATCH"} 9
 `)
+	before.byCommand = map[string]float64{"etcd": 1, "idle": 4}
+	after.byCommand = map[string]float64{"etcd": 3, "idle": 4, "short": 0.1} // short: 0.01 cores, below the list's floor
 	got := loadWindow{from: before, to: after}.String()
 	// 200 requests in 10 s, 100 of them writes; 4 s over 200 requests; WATCH left out.
-	want := "10 s: CPU cores kube-apiserver 0.50; API server 20 requests/s (10 writes/s), mean latency 20 ms"
+	want := "10 s: CPU cores kube-apiserver 0.50; the machine 0.00 of " + strconv.Itoa(runtime.NumCPU()) + " busy (by command: etcd 0.20); API server 20 requests/s (10 writes/s), mean latency 20 ms"
 	if got != want {
 		t.Errorf("window:\n got %s\nwant %s", got, want)
 	}
 	if got := (loadWindow{from: after, to: after}).String(); got != "no window" {
 		t.Errorf("an empty window: %q", got)
+	}
+}
+
+func TestMachineBusySeconds(t *testing.T) {
+	// user 100, nice 10, system 50, idle 900, iowait 40, irq 5, softirq 5, steal 30, guest 20, guest_nice 0 (ticks)
+	got, err := machineBusySeconds([]byte("cpu  100 10 50 900 40 5 5 30 20 0\ncpu0 1 2 3 4 5 6 7 8 9 0\n"))
+	if err != nil || got != 1.7 {
+		t.Errorf("busy = %v, %v; want 1.7 s (user, nice, system, irq, softirq)", got, err)
+	}
+	for _, bad := range []string{"", "intr 1 2 3", "cpu 1 2 x 4 5 6", "cpu 1 2"} {
+		if _, err := machineBusySeconds([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestAuditResource(t *testing.T) {
+	ev := func(verb, resource, sub, uri string) auditEvent {
+		e := auditEvent{Verb: verb, RequestURI: uri}
+		e.ObjectRef.Resource, e.ObjectRef.Subresource = resource, sub
+		return e
+	}
+	for _, c := range []struct {
+		ev   auditEvent
+		want string
+	}{
+		{ev("patch", "kubevirts", "status", "/apis/kubevirt.io/v1/namespaces/kubevirt/kubevirts/kv/status"), "kubevirts/status"},
+		{ev("get", "", "", "/apis/monitoring.coreos.com/v1?timeout=32s"), "(path /apis/monitoring.coreos.com/v1)"},
+		{ev("watch", "pods", "", "/api/v1/pods?allowWatchBookmarks=true&sendInitialEvents=true&watch=true"), "pods (with its initial list)"},
+		{ev("watch", "pods", "", "/api/v1/pods?resourceVersion=5&watch=true"), "pods"},
+	} {
+		if got := auditResource(c.ev); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.ev.Verb, c.ev.RequestURI, got, c.want)
+		}
 	}
 }
 
@@ -97,4 +135,14 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+func TestMostFirst(t *testing.T) {
+	got := mostFirst(map[string]int{"get pods": 2, "patch kubevirts/status": 5, "get (path /apis)": 2})
+	if want := "patch kubevirts/status 5, get (path /apis) 2, get pods 2"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := mostFirst(nil); got != "none" {
+		t.Errorf("nothing: %q", got)
+	}
 }

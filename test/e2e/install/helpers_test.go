@@ -62,6 +62,9 @@ type env struct {
 	cancel context.CancelFunc
 	done   chan error
 	audit  string // the API server's audit log, if it keeps one
+	// loadPids are processes outside the sandbox whose CPU a load sample
+	// reads beside its components' (the operator, the benchmark itself).
+	loadPids map[string]int
 }
 
 func startEnv(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *env {

@@ -96,6 +96,7 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	p.start()
 	defer p.kill()
 	m := &scaleMeter{b: b, pid: p.cmd.Process.Pid, audit: e.audit, pprof: pprofAddr}
+	e.loadPids = map[string]int{"virt-operator": p.cmd.Process.Pid, "benchmark": os.Getpid()}
 	ctx := context.Background()
 
 	m.begin()
@@ -137,7 +138,9 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	m.end("floor: virt-handler's template as a plain DaemonSet (not the operator)")
 
 	m.begin()
+	floorDrainLoad := loadWindow{from: e.sampleLoad(b)}
 	floorDrain, floorBusiest := e.drainFloor(b)
+	floorDrainLoad.to = e.sampleLoad(b)
 	m.end("drain floor: every VMI migrated once by a minimal driver (not the operator)")
 
 	migs := e.followMigrations()
@@ -148,6 +151,7 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 	var upgraded time.Time
 	var fastStep loadWindow // the control plane's load while the fast step runs
+	profiled := func() {}   // waits for the operator's CPU profile of the fast step
 	e.eventually("observed == target", 20*time.Minute, func() (bool, error) {
 		kv := e.kubeVirt()
 		upgraded = time.Now()
@@ -156,20 +160,26 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 		switch {
 		case fastStep.from.at.IsZero() && inFastStep:
 			fastStep.from = e.sampleLoad(b)
+			profiled = m.cpuProfile("fast-step", max(5, nodes/20)) // the step takes about nodes/12 s here
 		case !fastStep.from.at.IsZero() && fastStep.to.at.IsZero() && !inFastStep:
 			fastStep.to = e.sampleLoad(b)
 		}
 		return done, nil
 	})
 	upgrade := upgraded.Sub(start)
+	profiled()
 	m.end("upgrade to v1.9.0 (canary, bake, fast step)")
 	m.stages = deploymentStages(e.kubeVirt())
 	m.notes = append(m.notes,
-		fmt.Sprintf("The fast step's control plane, from the stage's start to its end as the CR's history shows them (sampled at 200 ms): %s.", fastStep),
-		fmt.Sprintf("The floor's control plane (the same template as a plain DaemonSet, the operator idle): %s.", floorLoad))
+		fmt.Sprintf("The fast step's control plane, from the stage's start to its end as the CR's history shows them (sampled at 200 ms): %s; "+
+			"the operator's requests in it: %s.", fastStep, m.requestsIn(fastStep)),
+		fmt.Sprintf("The floor's control plane (the same template as a plain DaemonSet, the operator idle): %s; "+
+			"the operator's requests in it: %s.", floorLoad, m.requestsIn(floorLoad)))
 
 	m.begin()
+	drainLoad := loadWindow{from: e.sampleLoad(b)}
 	e.eventually("every VMI moved", 30*time.Minute, func() (bool, error) { return outdated(e.kubeVirt()) == 0, nil })
+	drainLoad.to = e.sampleLoad(b)
 	drain := time.Since(upgraded)
 	m.end(fmt.Sprintf("workload drain of %d VMIs", vms))
 	drainWrites := float64(writes(m.phases[len(m.phases)-1].requests)) / float64(max(migs.total(), 1))
@@ -206,7 +216,9 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	b.ReportMetric(drainWrites, "drain-writes-per-migration")
 	m.notes = append(m.notes, fmt.Sprintf("Drain floor (a minimal driver, same pacing, before the upgrade): %s for a busiest node of %d VMIs; "+
 		"the operator's drain per busiest-node VMI against the floor's: **%.2f×**; the operator's API writes per migration: %.2f.",
-		floorDrain.Round(100*time.Millisecond), floorBusiest, floorRatio, drainWrites))
+		floorDrain.Round(100*time.Millisecond), floorBusiest, floorRatio, drainWrites),
+		fmt.Sprintf("The drain floor's control plane (the operator only watching): %s; the operator's requests in it: %s.", floorDrainLoad, m.requestsIn(floorDrainLoad)),
+		fmt.Sprintf("The operator's drain's control plane (after the upgrade): %s; the operator's requests in it: %s.", drainLoad, m.requestsIn(drainLoad)))
 	b.ReportMetric(float64(migs.maxParallel), "max-parallel")
 	b.ReportMetric(float64(migs.perNodeMax()), "max-per-node")
 	b.ReportMetric(m.phases[len(m.phases)-1].took.Seconds(), "uninstall-s")
@@ -260,6 +272,34 @@ func (m *scaleMeter) heapProfile(name string) {
 			m.b.Fatal(err)
 		}
 	}
+}
+
+// cpuProfile starts taking the operator's CPU profile for secs seconds into
+// $BENCH_REPORT_DIR/scale-cpu-NAME.pprof (`go tool pprof -top` reads it); the
+// returned func waits for it.
+func (m *scaleMeter) cpuProfile(name string, secs int) (wait func()) {
+	dir := os.Getenv("BENCH_REPORT_DIR")
+	if dir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.pprof, secs))
+		if err != nil {
+			m.b.Errorf("CPU profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			err = os.WriteFile(filepath.Join(dir, "scale-cpu-"+name+".pprof"), data, 0o644)
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			m.b.Errorf("CPU profile %s: %s %v", name, resp.Status, err)
+		}
+	}()
+	return func() { <-done }
 }
 
 func (m *scaleMeter) get(path string) []byte {
@@ -352,6 +392,43 @@ func writes(counts map[string]int) int {
 	return n
 }
 
+// requestsIn lists the operator's requests during a load window by verb and
+// resource, most first.
+func (m *scaleMeter) requestsIn(w loadWindow) string {
+	if m.audit == "" || w.to.auditPos <= w.from.auditPos {
+		return "none"
+	}
+	counts := map[string]int{}
+	readAuditRange(m.b, m.audit, w.from.auditPos, w.to.auditPos, func(ev auditEvent) {
+		if ev.User.Username == operatorUser {
+			counts[ev.Verb+" "+auditResource(ev)]++
+		}
+	})
+	return mostFirst(counts)
+}
+
+// mostFirst renders counts as "key n" items, the largest first.
+func mostFirst(counts map[string]int) string {
+	if len(counts) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
 // requestsByVerb counts the operator's requests in the audit log after offset,
 // by "verb resource" for leases (the renewals at rest) and by verb otherwise.
 func requestsByVerb(b *testing.B, path string, offset int64) map[string]int {
@@ -374,15 +451,21 @@ func requestsBy(b *testing.B, path string, offset int64, key func(auditEvent) st
 	return out
 }
 
-// auditResource is an event's resource with its subresource (kubevirts/status).
+// auditResource is an event's resource with its subresource (kubevirts/status),
+// or, for a request that names no resource (discovery, /version), its path.
 func auditResource(ev auditEvent) string {
 	if ev.ObjectRef.Resource == "" {
-		return "(discovery)"
+		path, _, _ := strings.Cut(ev.RequestURI, "?")
+		return "(path " + path + ")"
 	}
+	r := ev.ObjectRef.Resource
 	if ev.ObjectRef.Subresource != "" {
-		return ev.ObjectRef.Resource + "/" + ev.ObjectRef.Subresource
+		r += "/" + ev.ObjectRef.Subresource
 	}
-	return ev.ObjectRef.Resource
+	if ev.Verb == "watch" && strings.Contains(ev.RequestURI, "sendInitialEvents=true") {
+		r += " (with its initial list)" // a watch-list: the informer's list streamed as a watch
+	}
+	return r
 }
 
 // currentStage is the stage the newest deployment in the CR's history is in,
