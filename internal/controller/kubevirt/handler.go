@@ -186,7 +186,10 @@ func (r *Reconciler) daemonSetRefused(ctx context.Context, ds *appsv1.DaemonSet,
 	if ds.Status.CurrentNumberScheduled >= ds.Status.DesiredNumberScheduled {
 		return "", nil
 	}
-	events, err := r.eventsAbout(ctx, ds)
+	// Only the refusals: while a rollout replaces pods the DaemonSet is short
+	// on every pass, and its controller writes an Event per pod it creates or
+	// deletes (at 1000 nodes, thousands to list on each pass).
+	events, err := r.eventsAbout(ctx, ds, "FailedCreate")
 	if err != nil {
 		return "", err
 	}

@@ -106,7 +106,7 @@ func (r *Reconciler) strategyJobProblem(ctx context.Context, job *batchv1.Job) (
 	if err := r.Client.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 		return "", fmt.Errorf("listing the pods of strategy Job %s: %w", job.Name, err)
 	}
-	events, err := r.eventsAbout(ctx, job)
+	events, err := r.eventsAbout(ctx, job, "")
 	if err != nil {
 		return "", err
 	}
@@ -114,10 +114,15 @@ func (r *Reconciler) strategyJobProblem(ctx context.Context, job *batchv1.Job) (
 }
 
 // eventsAbout lists the Events about obj from the API (the operator caches no
-// Events). Events it may not read only make a message less precise.
-func (r *Reconciler) eventsAbout(ctx context.Context, obj client.Object) ([]corev1.Event, error) {
+// Events), only those of reason when it is not empty. Events it may not read
+// only make a message less precise.
+func (r *Reconciler) eventsAbout(ctx context.Context, obj client.Object, reason string) ([]corev1.Event, error) {
+	fields := client.MatchingFields{"involvedObject.uid": string(obj.GetUID())}
+	if reason != "" {
+		fields["reason"] = reason
+	}
 	events := &corev1.EventList{}
-	err := r.APIReaderOrClient().List(ctx, events, client.InNamespace(obj.GetNamespace()), client.MatchingFields{"involvedObject.uid": string(obj.GetUID())})
+	err := r.APIReaderOrClient().List(ctx, events, client.InNamespace(obj.GetNamespace()), fields)
 	switch {
 	case apierrors.IsForbidden(err):
 		log.FromContext(ctx).Info("cannot read Events", "object", obj.GetName(), "error", err.Error())

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -210,5 +211,49 @@ func TestStrategyJobDeletedOrRefused(t *testing.T) {
 	if d := findCondition(got.Status.Conditions, v1.KubeVirtConditionDegraded); d == nil || d.Status != corev1.ConditionTrue ||
 		!strings.Contains(d.Message, "quota exceeded") {
 		t.Fatalf("Degraded = %+v, want it naming the refusal", d)
+	}
+}
+
+// A DaemonSet short of pods names its latest recent FailedCreate, and asks the
+// API server for FailedCreate Events only: during a rollout its controller
+// writes an Event for every pod it creates or deletes.
+func TestDaemonSetRefusedListsOnlyRefusals(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-handler", UID: "ds-uid"},
+		Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, CurrentNumberScheduled: 2}}
+	event := func(name, reason, message string, age time.Duration) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "DaemonSet", Name: ds.Name, UID: ds.UID},
+			Type:           corev1.EventTypeWarning, Reason: reason, Message: message, LastTimestamp: metav1.NewTime(now.Add(-age))}
+	}
+	var selectors []string
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).
+		WithObjects(event("created", "SuccessfulCreate", "Created pod: virt-handler-x", time.Minute),
+			event("refused", "FailedCreate", "pods is forbidden: exceeded quota", 2*time.Minute),
+			event("stale", "FailedCreate", "an old refusal", time.Hour)).
+		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
+			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
+		}).
+		WithIndex(&corev1.Event{}, "reason", func(o client.Object) []string { return []string{o.(*corev1.Event).Reason} }).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			o := &client.ListOptions{}
+			o.ApplyOptions(opts)
+			if o.FieldSelector != nil {
+				selectors = append(selectors, o.FieldSelector.String())
+			}
+			return c.List(ctx, list, opts...)
+		}}).Build()
+	r := &Reconciler{Client: c, APIReader: c}
+	got, err := r.daemonSetRefused(context.Background(), ds, now)
+	if err != nil || got != "pods is forbidden: exceeded quota" {
+		t.Errorf("refused = %q, %v", got, err)
+	}
+	if len(selectors) != 1 || !strings.Contains(selectors[0], "reason=FailedCreate") {
+		t.Errorf("field selectors %q: want the FailedCreate ones only", selectors)
+	}
+	full := ds.DeepCopy()
+	full.Status.CurrentNumberScheduled = 3
+	if got, err := r.daemonSetRefused(context.Background(), full, now); got != "" || err != nil || len(selectors) != 1 {
+		t.Errorf("a DaemonSet with every pod: %q, %v, %d lists", got, err, len(selectors))
 	}
 }
