@@ -73,24 +73,6 @@ func Hash(obj client.Object) (string, error) {
 	return hex.EncodeToString(sum[:16]), nil
 }
 
-// hashCRD is Hash for a CRD, from its typed JSON: the same content, without the
-// detour through a map (a release's CRDs hold megabytes of schema, and every
-// reconcile hashes them). Only the metadata is copied.
-func hashCRD(crd *apiextensionsv1.CustomResourceDefinition) (string, error) {
-	c := *crd
-	c.TypeMeta, c.Status = metav1.TypeMeta{}, apiextensionsv1.CustomResourceDefinitionStatus{}
-	c.ObjectMeta = *crd.ObjectMeta.DeepCopy()
-	c.CreationTimestamp, c.DeletionTimestamp, c.ManagedFields = metav1.Time{}, nil, nil
-	c.ResourceVersion, c.UID, c.Generation = "", "", 0
-	delete(c.Annotations, DesiredHashAnnotation)
-	raw, err := json.Marshal(&c)
-	if err != nil {
-		return "", fmt.Errorf("hashing %s: %w", RefOf(crd), err)
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:16]), nil
-}
-
 // contentOf is obj as a JSON-like map the caller may modify: the converter hands
 // out an unstructured object's own map, so that one is copied.
 func contentOf(obj client.Object) (map[string]any, error) {
