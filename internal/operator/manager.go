@@ -7,9 +7,11 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -19,12 +21,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/config/rbac"
+	"github.com/virt-operator/virt-operator/internal/absentkinds"
 	"github.com/virt-operator/virt-operator/internal/admission"
 	"github.com/virt-operator/virt-operator/internal/controller/eventrecorder"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
@@ -199,6 +203,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionReleaseOnCancel: true,
 		Logger:                        shutdownLogger(ctx, ctrl.Log),
 		Cache:                         cache.Options{ByObject: cacheByObject(o.Namespace), DefaultTransform: cacheTransform()},
+		// Off OpenShift, SCCs and Routes are asked for on every pass.
+		MapperProvider: func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+			m, err := apiutil.NewDynamicRESTMapper(c, hc)
+			if err != nil {
+				return nil, err
+			}
+			return absentkinds.New(m, absentkinds.OpenShiftGroups, time.Now), nil
+		},
 		// Tests run one operator after another in the same process; the
 		// controller's name is only unique per manager.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
