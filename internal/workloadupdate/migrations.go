@@ -76,6 +76,18 @@ func IndexMigrations(migs []v1.VirtualMachineInstanceMigration) Index {
 	return ix
 }
 
+// PlanReadsChange: an update from o to n changes what a plan reads of a
+// migration: whether it is finished, holds a slot (a running phase, or ours),
+// and the node it leaves. A migration's other phase steps and its progress
+// fields change no decision; at a few steps per migration, passing them would
+// plan once per step for every migration in the cluster.
+func PlanReadsChange(o, n *v1.VirtualMachineInstanceMigration) bool {
+	return o.UID != n.UID || IsFinished(o) != IsFinished(n) ||
+		isRunningPhase(o.Status.Phase) != isRunningPhase(n.Status.Phase) || IsWorkloadUpdate(o) != IsWorkloadUpdate(n) ||
+		sourceNode(o, nil) != sourceNode(n, nil) || o.Spec.VMIName != n.Spec.VMIName ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+}
+
 // sourceNode is the node a migration leaves: its migration state's, else the
 // node its VMI runs on now.
 func sourceNode(m *v1.VirtualMachineInstanceMigration, nodeOf map[Key]string) string {

@@ -49,6 +49,10 @@ type Reconciler struct {
 	// gateClosed: the last reconcile found the gate closed; VMI and migration
 	// events are dropped until the CR's status changes.
 	gateClosed atomic.Bool
+	// lastPublish is when this process last wrote status.workloadUpdates (one
+	// reconcile runs at a time): gauges alone are written at most every
+	// core.CountsInterval.
+	lastPublish time.Time
 }
 
 // pendingRecheck is how soon to look again while this process's own writes have
@@ -67,7 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	return ctrl.ControllerManagedBy(mgr).Named("workloadupdate").
 		Watches(&v1.KubeVirt{}, toActive, ctrl.WithPredicates(notOwnStatusWrite)).
 		Watches(&v1.VirtualMachineInstance{}, coalesce.Handler(vmiEventWindow, r.activeRequest), ctrl.WithPredicates(r.vmiPredicate())).
-		Watches(&v1.VirtualMachineInstanceMigration{}, toActive, ctrl.WithPredicates(r.openGatePredicate())).
+		Watches(&v1.VirtualMachineInstanceMigration{}, toActive, ctrl.WithPredicates(r.migrationPredicate())).
 		Watches(&corev1.Node{}, toActive, ctrl.WithPredicates(r.openGatePredicate(), targetChanged)).
 		Complete(r)
 }
@@ -144,19 +148,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	setMetrics(plan, done.Created)
 	report := core.Report{TargetID: target.id, Actor: actor, Paused: settings.Paused && actor == v1.ActorVirtOperator, Blocked: blocked}
-	if err := r.publish(ctx, kv, core.NextStatus(prev, report, plan, done)); err != nil {
+	held, err := r.publish(ctx, kv, prev, core.NextStatus(prev, report, plan, done), now)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	result := reconcile.Result{RequeueAfter: plan.RequeueAfter}
 	if actor != v1.ActorVirtOperator {
 		result.RequeueAfter = 0 // counting needs no resync: every change is an event
 	}
-	if r.pending.waiting() && (result.RequeueAfter == 0 || result.RequeueAfter > pendingRecheck) {
-		result.RequeueAfter = pendingRecheck
+	result.RequeueAfter = sooner(result.RequeueAfter, held)
+	if r.pending.waiting() {
+		result.RequeueAfter = sooner(result.RequeueAfter, pendingRecheck)
 	}
 	log.FromContext(ctx).V(1).Info("workload update", "actor", actor, "outdated", plan.Outdated, "created", done.Created,
 		"evicted", done.Evicted, "aborted", len(plan.Abort), "blocked", blocked)
 	return result, nil
+}
+
+// sooner is the earlier of two requeue delays, 0 standing for none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // targets are the nodes a migration could land on, read from the cache when
@@ -232,27 +246,34 @@ func (r *Reconciler) recordBatch(ctx context.Context, kv *v1.KubeVirt, prev *v1.
 		return nil, err
 	}
 	r.pending.statusWritten(next)
+	r.lastPublish = r.Clock.Now()
 	return next, nil
 }
 
-// publish writes status.workloadUpdates when it differs from what kv shows.
+// publish writes status.workloadUpdates when it differs from what kv shows,
+// unless only its gauges moved since this process last wrote prev, less than
+// core.CountsInterval ago: then it returns how long the write is held.
 // status.outdatedVirtualMachineInstanceWorkloads is virt-controller's: upstream's
 // workload updater writes it whenever the CR is Deployed, so this operator does
 // not (two writers of one field fight).
-func (r *Reconciler) publish(ctx context.Context, kv *v1.KubeVirt, next *v1.WorkloadUpdatesStatus) error {
+func (r *Reconciler) publish(ctx context.Context, kv *v1.KubeVirt, prev, next *v1.WorkloadUpdatesStatus, now time.Time) (held time.Duration, err error) {
 	if equality.Semantic.DeepEqual(kv.Status.WorkloadUpdates, next) {
 		r.pending.statusWritten(next)
-		return nil
+		return 0, nil
+	}
+	if hold, after := core.HoldCounts(prev, next, r.lastPublish, now); hold {
+		return after, nil
 	}
 	original := kv.DeepCopy()
 	kv.Status.WorkloadUpdates = next
-	err := r.Client.Status().Patch(ctx, kv, client.MergeFrom(original))
+	err = r.Client.Status().Patch(ctx, kv, client.MergeFrom(original))
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil
+		return 0, nil
 	case err != nil:
-		return err
+		return 0, err
 	}
 	r.pending.statusWritten(next)
-	return nil
+	r.lastPublish = now
+	return 0, nil
 }

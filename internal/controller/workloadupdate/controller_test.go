@@ -276,8 +276,22 @@ func TestWatchPredicates(t *testing.T) {
 	if !notOwnStatusWrite.Update(event.UpdateEvent{ObjectOld: kv, ObjectNew: upgraded}) {
 		t.Error("a change of the observed deployment was dropped")
 	}
+	mp := r.migrationPredicate()
+	scheduling := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "vms"},
+		Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"}, Status: v1.VirtualMachineInstanceMigrationStatus{Phase: v1.MigrationScheduling}}
+	running := scheduling.DeepCopy()
+	running.Status.Phase = v1.MigrationRunning
+	succeeded := running.DeepCopy()
+	succeeded.Status.Phase = v1.MigrationSucceeded
+	if mp.Update(event.UpdateEvent{ObjectOld: scheduling, ObjectNew: running}) {
+		t.Error("a migration's step between two running phases passed")
+	}
+	if !mp.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: succeeded}) || !mp.Create(event.CreateEvent{Object: scheduling}) {
+		t.Error("a migration finishing or created was dropped")
+	}
 	r.gateClosed.Store(true)
-	if p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: moved}) || r.openGatePredicate().Create(event.CreateEvent{Object: old}) {
+	if p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: moved}) || r.openGatePredicate().Create(event.CreateEvent{Object: old}) ||
+		mp.Create(event.CreateEvent{Object: scheduling}) || mp.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: succeeded}) {
 		t.Error("a VMI update or a migration event passed while the gate is closed")
 	}
 	// The count the status reports while the updater waits follows VMIs that
@@ -355,5 +369,49 @@ func TestTargetChangedPredicate(t *testing.T) {
 		if got := targetChanged.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: c.new}); got != c.want {
 			t.Errorf("%s: passes %v, want %v", name, got, c.want)
 		}
+	}
+}
+
+// Migrations this operator did not start move only the gauges: they are
+// written at most every core.CountsInterval, the last of them when it is due.
+func TestReconcileHoldsGaugesOfForeignMigrations(t *testing.T) {
+	upToDate := outdatedVMI("vm", "a", nil)
+	upToDate.Status.LauncherContainerImageVersion = "quay.io/kubevirt/virt-launcher:v2"
+	foreign := func(name string) *v1.VirtualMachineInstanceMigration {
+		return &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "vms"},
+			Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: "vm"}, Status: v1.VirtualMachineInstanceMigrationStatus{Phase: v1.MigrationRunning}}
+	}
+	h := newHarness(t, deployedKubeVirt(v1.KubeVirtSpec{WorkloadUpdates: ours}), upToDate, foreign("first"))
+	clock := h.r.Clock.(*clocktesting.FakePassiveClock)
+	inFlight := func() int { return h.status().Status.WorkloadUpdates.MigrationsInFlight }
+
+	h.reconcile() // the first write of this process is never held
+	if got := inFlight(); got != 1 {
+		t.Fatalf("in flight after the first reconcile: %d, want 1", got)
+	}
+	if err := h.c.Create(context.Background(), foreign("second")); err != nil {
+		t.Fatal(err)
+	}
+	clock.SetTime(t0.Add(2 * time.Second))
+	res := h.reconcile()
+	if got := inFlight(); got != 1 {
+		t.Errorf("a gauge was written %v after the last write: in flight %d", 2*time.Second, got)
+	}
+	if want := core.CountsInterval - 2*time.Second; res.RequeueAfter != want {
+		t.Errorf("requeue after %v, want %v (when the held gauges are due)", res.RequeueAfter, want)
+	}
+	clock.SetTime(t0.Add(core.CountsInterval))
+	h.reconcile()
+	if got := inFlight(); got != 2 {
+		t.Errorf("the held gauge was not written when due: in flight %d, want 2", got)
+	}
+	kv := h.status()
+	kv.Spec.WorkloadUpdates = &v1.WorkloadUpdatePolicy{Methods: ours.Methods, Paused: true}
+	if err := h.c.Update(context.Background(), kv); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile() // at the same instant: a pause is never held
+	if !h.status().Status.WorkloadUpdates.Paused {
+		t.Error("the pause was held back with the gauges")
 	}
 }

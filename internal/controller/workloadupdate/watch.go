@@ -65,6 +65,22 @@ func (r *Reconciler) openGatePredicate() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(_ client.Object) bool { return !r.gateClosed.Load() })
 }
 
+// migrationPredicate drops migration events while the gate is closed, and
+// updates that change nothing a plan reads (core.PlanReadsChange).
+func (r *Reconciler) migrationPredicate() predicate.Predicate {
+	open := func() bool { return !r.gateClosed.Load() }
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return open() },
+		DeleteFunc:  func(event.DeleteEvent) bool { return open() },
+		GenericFunc: func(event.GenericEvent) bool { return open() },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okO := e.ObjectOld.(*v1.VirtualMachineInstanceMigration)
+			n, okN := e.ObjectNew.(*v1.VirtualMachineInstanceMigration)
+			return open() && (!okO || !okN || core.PlanReadsChange(o, n))
+		},
+	}
+}
+
 // vmiPredicate drops VMI updates while the gate is closed, and updates that
 // change nothing the planner reads. A VMI created or deleted always passes:
 // it changes the outdated count the status reports while the updater waits
