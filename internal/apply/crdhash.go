@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"weak"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,9 @@ import (
 // desired CRDs of one strategy share it (copyObject shares a CRD's spec), and
 // nothing writes into it after generation (a CRD that differs, Bridge's, is a
 // deep copy with an array of its own). What else the digest covers (metadata,
-// the rest of the spec) is small and part of the key.
+// the rest of the spec) is small and part of the key. The key holds the array
+// weakly: a strategy replaced (the observed one after an upgrade) takes its
+// megabytes of schema with it.
 func hashCRD(crd *apiextensionsv1.CustomResourceDefinition) (string, error) {
 	c := *crd
 	c.TypeMeta, c.Status = metav1.TypeMeta{}, apiextensionsv1.CustomResourceDefinitionStatus{}
@@ -37,7 +40,7 @@ func hashCRD(crd *apiextensionsv1.CustomResourceDefinition) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("hashing %s: %w", RefOf(crd), err)
 	}
-	key := crdHashKey{versions: &c.Spec.Versions[0], n: len(c.Spec.Versions), rest: string(restJSON)}
+	key := crdHashKey{versions: weak.Make(&c.Spec.Versions[0]), n: len(c.Spec.Versions), rest: string(restJSON)}
 	if h, ok := crdHashes.get(key); ok {
 		return h, nil
 	}
@@ -59,17 +62,19 @@ func digest(c *apiextensionsv1.CustomResourceDefinition) (string, error) {
 	return hex.EncodeToString(sum[:16]), nil
 }
 
-// crdHashKey names one CRD's content: its versions array (the pointer keeps
-// the array alive, so no other array can take its address while the key is
-// remembered), their count, and the JSON of everything else.
+// crdHashKey names one CRD's content: its versions array, their count, and
+// the JSON of everything else. A weak pointer equals only one made from the
+// same live object: an array allocated later at a freed one's address does
+// not match the freed one's key.
 type crdHashKey struct {
-	versions *apiextensionsv1.CustomResourceDefinitionVersion
+	versions weak.Pointer[apiextensionsv1.CustomResourceDefinitionVersion]
 	n        int
 	rest     string
 }
 
 // maxCRDHashes bounds the memo: a few releases' CRDs (about 40 each). Past it
-// the memo starts again rather than holding every strategy ever loaded.
+// the keys of freed arrays are dropped, and if that is not enough the memo
+// starts again.
 const maxCRDHashes = 256
 
 var crdHashes = &crdHashMemo{m: map[crdHashKey]string{}}
@@ -89,6 +94,13 @@ func (c *crdHashMemo) get(k crdHashKey) (string, bool) {
 func (c *crdHashMemo) put(k crdHashKey, h string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.m) >= maxCRDHashes {
+		for key := range c.m {
+			if key.versions.Value() == nil {
+				delete(c.m, key)
+			}
+		}
+	}
 	if len(c.m) >= maxCRDHashes {
 		c.m = map[crdHashKey]string{}
 	}

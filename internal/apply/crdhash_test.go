@@ -1,7 +1,9 @@
 package apply
 
 import (
+	"runtime"
 	"testing"
+	"weak"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +70,21 @@ func TestHashCRDRemembersOnlyWhatItCovers(t *testing.T) {
 
 // BenchmarkHashCRD is a pass's cost of hashing a CRD with a megabyte of schema
 // once its strategy has been hashed.
+// The memo does not keep a hashed CRD's schemas alive.
+func TestHashCRDHoldsNoSchema(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "gone.example.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1"}}}}
+	if _, err := hashCRD(crd); err != nil {
+		t.Fatal(err)
+	}
+	versions := weak.Make(&crd.Spec.Versions[0])
+	crd = nil
+	runtime.GC()
+	if versions.Value() != nil {
+		t.Error("the versions array of a CRD nothing holds outlived a collection: the memo keeps it")
+	}
+}
+
 func BenchmarkHashCRD(b *testing.B) {
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "things.example.io"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1",
