@@ -273,6 +273,11 @@ func TestWatchPredicates(t *testing.T) {
 	if notOwnStatusWrite.Update(event.UpdateEvent{ObjectOld: kv, ObjectNew: own}) {
 		t.Error("the updater's own status write passed")
 	}
+	progressed := kv.DeepCopy()
+	progressed.Status.HandlerRollout = &v1.HandlerRolloutStatus{Phase: "FastStep", Message: "120 of 1000 pods updated"}
+	if notOwnStatusWrite.Update(event.UpdateEvent{ObjectOld: kv, ObjectNew: progressed}) {
+		t.Error("the virt-handler rollout's progress passed")
+	}
 	if !notOwnStatusWrite.Update(event.UpdateEvent{ObjectOld: kv, ObjectNew: upgraded}) {
 		t.Error("a change of the observed deployment was dropped")
 	}

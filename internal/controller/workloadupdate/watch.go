@@ -20,8 +20,10 @@ const vmiEventWindow = 100 * time.Millisecond
 
 // notOwnStatusWrite drops KubeVirt updates that change only what no plan reads:
 // status.workloadUpdates (this updater's own write, which would otherwise run
-// a second identical plan after every one that writes) and virt-controller's
-// outdated count.
+// a second identical plan after every one that writes), virt-controller's
+// outdated count, and status.handlerRollout (the rollout's progress, written
+// every second of a fast step; each would plan over every VMI in the cluster
+// while the gate is closed anyway).
 var notOwnStatusWrite = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	o, okO := e.ObjectOld.(*v1.KubeVirt)
 	n, okN := e.ObjectNew.(*v1.KubeVirt)
@@ -31,7 +33,7 @@ var notOwnStatusWrite = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bo
 	strip := func(kv *v1.KubeVirt) *v1.KubeVirt {
 		c := kv.DeepCopy()
 		c.ResourceVersion, c.ManagedFields = "", nil
-		c.Status.WorkloadUpdates, c.Status.OutdatedVirtualMachineInstanceWorkloads = nil, nil
+		c.Status.WorkloadUpdates, c.Status.OutdatedVirtualMachineInstanceWorkloads, c.Status.HandlerRollout = nil, nil, nil
 		return c
 	}
 	return !equality.Semantic.DeepEqual(strip(o), strip(n))
