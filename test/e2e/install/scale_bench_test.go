@@ -252,7 +252,7 @@ func (m *scaleMeter) end(name string) {
 	p := phase{name: name, took: time.Since(m.start), cpu: cpuSeconds(m.b, m.pid) - m.cpu,
 		rssMiB: procStatusMiB(m.b, m.pid, "VmRSS"), peakMiB: procStatusMiB(m.b, m.pid, "VmHWM"),
 		requests:   requestsByVerb(m.b, m.audit, m.auditPos),
-		byResource: requestsBy(m.b, m.audit, m.auditPos, func(ev auditEvent) string { return ev.Verb + " " + auditResource(ev) })}
+		byResource: requestsBy(m.b, m.audit, m.auditPos, -1, verbAndResource)}
 	m.phases = append(m.phases, p)
 	m.b.Logf("%s: %s, operator CPU %.1f s, RSS %.0f MiB (peak %.0f), requests %v", name, p.took.Round(100*time.Millisecond), p.cpu, p.rssMiB, p.peakMiB, p.requests)
 }
@@ -364,20 +364,9 @@ func deploymentStages(kv *v1.KubeVirt) string {
 	return strings.Join(parts, ", ")
 }
 
+// verbs renders counts as "key n" items in key order.
 func verbs(counts map[string]int) string {
-	if len(counts) == 0 {
-		return "none"
-	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
-	}
-	return strings.Join(parts, ", ")
+	return countList(counts, func(a, b string) bool { return a < b })
 }
 
 // writes counts the write requests, leases aside (leader election renews them).
@@ -398,17 +387,22 @@ func (m *scaleMeter) requestsIn(w loadWindow) string {
 	if m.audit == "" || w.to.auditPos <= w.from.auditPos {
 		return "none"
 	}
-	counts := map[string]int{}
-	readAuditRange(m.b, m.audit, w.from.auditPos, w.to.auditPos, func(ev auditEvent) {
-		if ev.User.Username == operatorUser {
-			counts[ev.Verb+" "+auditResource(ev)]++
-		}
-	})
-	return mostFirst(counts)
+	return mostFirst(requestsBy(m.b, m.audit, w.from.auditPos, w.to.auditPos, verbAndResource))
 }
 
 // mostFirst renders counts as "key n" items, the largest first.
 func mostFirst(counts map[string]int) string {
+	return countList(counts, func(a, b string) bool {
+		if counts[a] != counts[b] {
+			return counts[a] > counts[b]
+		}
+		return a < b
+	})
+}
+
+// countList renders counts as "key n" items in the order less gives, "none"
+// for none.
+func countList(counts map[string]int, less func(a, b string) bool) string {
 	if len(counts) == 0 {
 		return "none"
 	}
@@ -416,12 +410,7 @@ func mostFirst(counts map[string]int) string {
 	for k := range counts {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if counts[keys[i]] != counts[keys[j]] {
-			return counts[keys[i]] > counts[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
+	sort.Slice(keys, func(i, j int) bool { return less(keys[i], keys[j]) })
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
@@ -432,7 +421,7 @@ func mostFirst(counts map[string]int) string {
 // requestsByVerb counts the operator's requests in the audit log after offset,
 // by "verb resource" for leases (the renewals at rest) and by verb otherwise.
 func requestsByVerb(b *testing.B, path string, offset int64) map[string]int {
-	return requestsBy(b, path, offset, func(ev auditEvent) string {
+	return requestsBy(b, path, offset, -1, func(ev auditEvent) string {
 		if ev.ObjectRef.Resource == "leases" {
 			return ev.Verb + " leases"
 		}
@@ -440,16 +429,20 @@ func requestsByVerb(b *testing.B, path string, offset int64) map[string]int {
 	})
 }
 
-// requestsBy counts the operator's requests in the audit log after offset by key.
-func requestsBy(b *testing.B, path string, offset int64, key func(auditEvent) string) map[string]int {
+// requestsBy counts the operator's requests in the audit log between byte
+// offsets from and to (-1: its end) by key.
+func requestsBy(b *testing.B, path string, from, to int64, key func(auditEvent) string) map[string]int {
 	out := map[string]int{}
-	readAudit(b, path, offset, func(ev auditEvent) {
+	readAuditRange(b, path, from, to, func(ev auditEvent) {
 		if ev.User.Username == operatorUser {
 			out[key(ev)]++
 		}
 	})
 	return out
 }
+
+// verbAndResource keys a request by its verb and auditResource.
+func verbAndResource(ev auditEvent) string { return ev.Verb + " " + auditResource(ev) }
 
 // auditResource is an event's resource with its subresource (kubevirts/status),
 // or, for a request that names no resource (discovery, /version), its path.
