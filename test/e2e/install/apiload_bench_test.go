@@ -153,16 +153,8 @@ func cpuByCommand() map[string]float64 {
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue // gone since the directory was read
-		}
-		open, closing := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		if secs, err := processCPUSeconds(pid); err == nil {
-			out[string(data[open+1:closing])] += secs
+		if command, secs, err := procStat(pid); err == nil { // an error: gone since the directory was read
+			out[command] += secs
 		}
 	}
 	return out

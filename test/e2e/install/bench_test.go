@@ -1,6 +1,7 @@
 package install_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -121,18 +122,37 @@ func cpuSeconds(b *testing.B, pid int) float64 {
 
 // processCPUSeconds reads a process's CPU time from /proc/PID/stat.
 func processCPUSeconds(pid int) (float64, error) {
+	_, secs, err := procStat(pid)
+	return secs, err
+}
+
+// procStat reads a process's command name and CPU time from /proc/PID/stat.
+func procStat(pid int) (command string, cpuSeconds float64, err error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
-	// Fields after the command name (which may hold spaces): state is 3, utime 14, stime 15.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	return parseProcStat(data)
+}
+
+// parseProcStat reads a /proc/PID/stat line: "pid (command) state ...", where
+// the command may hold spaces and parentheses; utime and stime are fields 14
+// and 15, in clock ticks (USER_HZ is 100 on Linux).
+func parseProcStat(data []byte) (command string, cpuSeconds float64, err error) {
+	open, closing := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+	if open < 0 || closing < open {
+		return "", 0, fmt.Errorf("/proc stat %q: no command", data)
+	}
+	fields := strings.Fields(string(data[closing+1:]))
+	if len(fields) < 13 {
+		return "", 0, fmt.Errorf("/proc stat %q: %d fields after the command", data, len(fields))
+	}
 	utime, err1 := strconv.ParseFloat(fields[11], 64)
 	stime, err2 := strconv.ParseFloat(fields[12], 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("reading /proc/%d/stat: %v %v", pid, err1, err2)
+		return "", 0, fmt.Errorf("/proc stat %q: %v %v", data, err1, err2)
 	}
-	return (utime + stime) / 100, nil // clock ticks; USER_HZ is 100 on Linux
+	return string(data[open+1 : closing]), (utime + stime) / 100, nil
 }
 
 // plainDaemonSetUpdate times a rolling update of a bare DaemonSet (one pod per

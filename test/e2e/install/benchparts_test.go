@@ -1,6 +1,7 @@
 package install_test
 
 import (
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -60,6 +61,23 @@ func TestMachineBusySeconds(t *testing.T) {
 	}
 	for _, bad := range []string{"", "intr 1 2 3", "cpu 1 2 x 4 5 6", "cpu 1 2"} {
 		if _, err := machineBusySeconds([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	// A command with a space and a parenthesis; utime 150 and stime 50 ticks.
+	line := "4242 (kube (x) 1) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 50 0 0 20 0 12 0 100 0 0\n"
+	command, secs, err := parseProcStat([]byte(line))
+	if err != nil || command != "kube (x) 1" || secs != 2 {
+		t.Errorf("parseProcStat = %q, %v, %v; want \"kube (x) 1\", 2, nil", command, secs, err)
+	}
+	if command, _, err := procStat(os.Getpid()); err != nil || !strings.HasSuffix(command, ".test") {
+		t.Errorf("this process: %q, %v", command, err)
+	}
+	for _, bad := range []string{"", "4242 kube S 1", "4242 (kube) S 1 2 3", "4242 (kube) S 1 4242 4242 0 -1 4194560 100 0 0 0 x 50 0"} {
+		if _, _, err := parseProcStat([]byte(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
