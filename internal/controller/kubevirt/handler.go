@@ -189,7 +189,7 @@ func (r *Reconciler) daemonSetRefused(ctx context.Context, ds *appsv1.DaemonSet,
 	// Only the refusals: while a rollout replaces pods the DaemonSet is short
 	// on every pass, and its controller writes an Event per pod it creates or
 	// deletes (at 1000 nodes, thousands to list on each pass).
-	events, err := r.eventsAbout(ctx, ds, "FailedCreate")
+	events, err := r.eventsAbout(ctx, ds, reasonFailedCreate)
 	if err != nil {
 		return "", err
 	}

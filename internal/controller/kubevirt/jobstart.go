@@ -55,13 +55,17 @@ func JobStartProblem(job *batchv1.Job, pods []corev1.Pod, events []corev1.Event)
 	return ""
 }
 
+// reasonFailedCreate is the Event reason of a workload controller (Job,
+// DaemonSet) whose pod the API server refused.
+const reasonFailedCreate = "FailedCreate"
+
 // lastFailedCreate is the message of the latest FailedCreate Warning about the
 // object with that UID (a Job's, ReplicaSet's or DaemonSet's controller could
 // not create a pod: the API server's refusal); "" when there is none.
 func lastFailedCreate(events []corev1.Event, uid types.UID) string {
 	var refused []corev1.Event
 	for _, ev := range events {
-		if ev.InvolvedObject.UID == uid && ev.Type == corev1.EventTypeWarning && ev.Reason == "FailedCreate" {
+		if ev.InvolvedObject.UID == uid && ev.Type == corev1.EventTypeWarning && ev.Reason == reasonFailedCreate {
 			refused = append(refused, ev)
 		}
 	}
