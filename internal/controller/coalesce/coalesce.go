@@ -19,23 +19,38 @@ type Requests func(ctx context.Context, o client.Object) []reconcile.Request
 
 // Handler enqueues requests(obj) window after each event.
 func Handler(window time.Duration, requests Requests) handler.EventHandler {
-	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return HandlerBy(func(_, _ client.Object) time.Duration { return window }, requests)
+}
+
+// Window is how long an event waits to join a reconcile: old is nil for a
+// create, new for a delete; both are the object for a generic event.
+type Window func(old, new client.Object) time.Duration
+
+// HandlerBy enqueues requests(obj) window(old, new) after each event, so that
+// events that matter now join a reconcile sooner than those that can wait.
+func HandlerBy(window Window, requests Requests) handler.EventHandler {
+	add := func(ctx context.Context, old, new client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		o := new
+		if o == nil {
+			o = old
+		}
+		after := window(old, new)
 		for _, req := range requests(ctx, o) {
-			q.AddAfter(req, window)
+			q.AddAfter(req, after)
 		}
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
+			add(ctx, nil, e.Object, q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.ObjectNew, q)
+			add(ctx, e.ObjectOld, e.ObjectNew, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
+			add(ctx, e.Object, nil, q)
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
+			add(ctx, e.Object, e.Object, q)
 		},
 	}
 }

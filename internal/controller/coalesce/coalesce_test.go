@@ -129,3 +129,58 @@ func TestHandlerQueuesEveryRequest(t *testing.T) {
 		t.Fatalf("handed out %v, want %v and %v", got, a, b)
 	}
 }
+
+// HandlerBy gives each event its own window, with what the event carries: a
+// create has no old object and a delete no new one. An event that matters now
+// is handed out on its short window even after one that can wait: the queue
+// keeps the earliest due time.
+func TestHandlerByWindowsEachEvent(t *testing.T) {
+	const short, long = 10 * time.Millisecond, 5 * time.Second
+	f := newFakeQueue(t)
+	one := request("kubevirt")
+	type seen struct{ old, new string }
+	var got []seen
+	name := func(o client.Object) string {
+		if o == nil {
+			return ""
+		}
+		return o.GetName()
+	}
+	h := HandlerBy(func(old, new client.Object) time.Duration {
+		got = append(got, seen{name(old), name(new)})
+		if old != nil && new != nil && old.GetResourceVersion() != new.GetResourceVersion() {
+			return short
+		}
+		return long
+	}, func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{one} })
+	ctx := context.Background()
+	oldPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1"}}
+	newPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "2"}}
+
+	h.Create(ctx, event.CreateEvent{Object: newPod}, f.q)
+	h.Delete(ctx, event.DeleteEvent{Object: oldPod}, f.q)
+	h.Generic(ctx, event.GenericEvent{Object: newPod}, f.q)
+	if got := f.barrier("before", long-time.Millisecond); got != request("before") {
+		t.Fatalf("%v handed out before the long window ended", got)
+	}
+	f.clock.Step(time.Millisecond)
+	if got := f.next(); got != one {
+		t.Fatalf("handed out %v at the end of the long window, want %v", got, one)
+	}
+
+	h.Update(ctx, event.UpdateEvent{ObjectOld: newPod, ObjectNew: newPod}, f.q) // waits long
+	h.Update(ctx, event.UpdateEvent{ObjectOld: oldPod, ObjectNew: newPod}, f.q) // matters now
+	f.clock.Step(short)
+	if got := f.next(); got != one {
+		t.Fatalf("handed out %v after the short window, want %v", got, one)
+	}
+	want := []seen{{"", "p"}, {"p", ""}, {"p", "p"}, {"p", "p"}, {"p", "p"}}
+	if len(got) != len(want) {
+		t.Fatalf("window asked %d times (%v), want %d", len(got), got, len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d: window saw old %q new %q, want %q %q", i, got[i].old, got[i].new, want[i].old, want[i].new)
+		}
+	}
+}

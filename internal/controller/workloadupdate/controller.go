@@ -49,6 +49,9 @@ type Reconciler struct {
 	// gateClosed: the last reconcile found the gate closed; VMI and migration
 	// events are dropped until the CR's status changes.
 	gateClosed atomic.Bool
+	// outdated is the last plan's outdated count: while it is 0, VMI events
+	// that cannot make a VMI outdated change only the counts (vmiWindow).
+	outdated atomic.Int64
 	// lastPublish is when this process last wrote status.workloadUpdates (one
 	// reconcile runs at a time): gauges alone are written at most every
 	// core.CountsInterval.
@@ -64,13 +67,15 @@ const pendingRecheck = time.Second
 // CR, so one reconcile sees the whole picture.
 // VMI and migration events are dropped while the gate is closed (the CR's next
 // status change reopens it), VMI updates that change nothing the updater reads are
-// dropped always, and VMI events are gathered over vmiEventWindow.
+// dropped always, and VMI events are gathered over vmiWindow: those that can
+// change a decision briefly, those that change only the counts for as long as
+// the counts are held.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	r.init()
 	toActive := handler.EnqueueRequestsFromMapFunc(r.activeRequest)
 	return ctrl.ControllerManagedBy(mgr).Named("workloadupdate").
 		Watches(&v1.KubeVirt{}, toActive, ctrl.WithPredicates(notOwnStatusWrite)).
-		Watches(&v1.VirtualMachineInstance{}, coalesce.Handler(vmiEventWindow, r.activeRequest), ctrl.WithPredicates(r.vmiPredicate())).
+		Watches(&v1.VirtualMachineInstance{}, coalesce.HandlerBy(r.vmiWindow, r.activeRequest), ctrl.WithPredicates(r.vmiPredicate())).
 		Watches(&v1.VirtualMachineInstanceMigration{}, toActive, ctrl.WithPredicates(r.migrationPredicate())).
 		Watches(&corev1.Node{}, toActive, ctrl.WithPredicates(r.openGatePredicate(), targetChanged)).
 		Complete(r)
@@ -131,6 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		Evicting: gaps.evicting, Settling: gaps.settling, Targets: targets,
 	})
 	plansTotal.Inc()
+	r.outdated.Store(int64(plan.Outdated))
 	prev := r.pending.lastStatus(kv.Status.WorkloadUpdates)
 	var done core.Done
 	if blocked == "" {

@@ -18,6 +18,40 @@ import (
 // which free a slot, are not delayed.
 const vmiEventWindow = 100 * time.Millisecond
 
+// vmiWindow is how long a VMI event waits to join a plan. One that can change
+// what the plan does waits vmiEventWindow. One that can change only the counts
+// waits core.CountsInterval, as long as the counts are held anyway: a VMI
+// created (it starts Pending; its move waits for the update that makes it
+// Running) or deleted (a migration of it frees its slot by its own event), any
+// event while the gate is closed, and, while nothing is outdated, an update
+// that cannot make a VMI outdated (another actor's migrations moving VMIs
+// between nodes). An uninstall's ten thousand VMI deletions, or a drain's
+// VMI updates that someone else moves, are then one plan per interval, not ten
+// a second over every VMI.
+func (r *Reconciler) vmiWindow(old, new client.Object) time.Duration {
+	o, okO := old.(*v1.VirtualMachineInstance)
+	n, okN := new.(*v1.VirtualMachineInstance)
+	switch {
+	case r.gateClosed.Load() || !okO || !okN:
+		return core.CountsInterval
+	case r.outdated.Load() > 0 || mayBecomeOutdated(o, n):
+		return vmiEventWindow
+	}
+	return core.CountsInterval
+}
+
+// mayBecomeOutdated: the update changes what decides whether a VMI is to be
+// moved (its launcher, phase, deletion, choice, or a test's abortion request),
+// not only where it runs or how its migration goes.
+func mayBecomeOutdated(o, n *v1.VirtualMachineInstance) bool {
+	return o.UID != n.UID || o.Status.Phase != n.Status.Phase ||
+		o.Status.LauncherContainerImageVersion != n.Status.LauncherContainerImageVersion ||
+		!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
+		o.Labels[core.ChoiceKey] != n.Labels[core.ChoiceKey] ||
+		o.Annotations[core.ChoiceKey] != n.Annotations[core.ChoiceKey] ||
+		hasKey(o.Annotations, core.TestAbortionAnnotation) != hasKey(n.Annotations, core.TestAbortionAnnotation)
+}
+
 // notOwnStatusWrite drops KubeVirt updates that change only what no plan reads:
 // status.workloadUpdates (this updater's own write, which would otherwise run
 // a second identical plan after every one that writes), virt-controller's
