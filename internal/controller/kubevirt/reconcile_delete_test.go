@@ -3,7 +3,9 @@ package kubevirt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,5 +256,57 @@ func TestUninstallListsOnlyTheStrategysKindsAndNamespaces(t *testing.T) {
 		if strings.Join(lists, "; ") != strings.Join(want, "; ") {
 			t.Errorf("pass %d: lists\n  %s\nwant\n  %s", pass+1, strings.Join(lists, "\n  "), strings.Join(want, "\n  "))
 		}
+	}
+}
+
+// An uninstall group is deleted writeWorkers at a time: more than one delete
+// is in flight, never more than writeWorkers; a refused delete does not stop
+// the others and is named; a terminating object is not deleted again.
+func TestDeleteAllDeletesConcurrently(t *testing.T) {
+	var objs []client.Object
+	for i := range 3 * writeWorkers {
+		objs = append(objs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: fmt.Sprintf("sa-%02d", i)}})
+	}
+	terminating := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	goingAlready := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "going", DeletionTimestamp: &terminating}}
+	var (
+		mu              sync.Mutex
+		inFlight, most  int
+		deleted         []string
+		secondArrived   = make(chan struct{})
+		closeSecondOnce sync.Once
+	)
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			if inFlight >= 2 {
+				closeSecondOnce.Do(func() { close(secondArrived) })
+			}
+			deleted = append(deleted, obj.GetName())
+			mu.Unlock()
+			select { // the first delete waits for a second one to be in flight
+			case <-secondArrived:
+			case <-time.After(10 * time.Second):
+			}
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			if obj.GetName() == "sa-03" {
+				return fmt.Errorf("refused")
+			}
+			return c.Delete(ctx, obj, opts...)
+		}}).Build()
+	r := &Reconciler{Client: c}
+	err := r.deleteAll(context.Background(), append(objs, goingAlready))
+	if err == nil || !strings.Contains(err.Error(), "sa-03") || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("error %v, want the refused delete named", err)
+	}
+	if len(deleted) != len(objs) || slices.Contains(deleted, "going") {
+		t.Errorf("deleted %d objects (%v), want each of the %d once and not the terminating one", len(deleted), deleted, len(objs))
+	}
+	if most < 2 || most > writeWorkers {
+		t.Errorf("at most %d deletes in flight, want 2 to %d", most, writeWorkers)
 	}
 }

@@ -2,9 +2,13 @@ package kubevirt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,16 +216,32 @@ func crdNeedsNudge(crd *apiextensionsv1.CustomResourceDefinition, now time.Time)
 	return err != nil || now.Sub(last) >= crdNudgeInterval
 }
 
+// deleteAll deletes objs (one uninstall group: their order does not matter),
+// writeWorkers at a time: an uninstall's 126 deletes one after another cost
+// seconds of the API server's latency. Every delete is attempted; the errors
+// are returned together.
 func (r *Reconciler) deleteAll(ctx context.Context, objs []client.Object) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	var g errgroup.Group // its goroutines return nil: every delete is attempted, every error kept
+	g.SetLimit(writeWorkers)
 	for _, obj := range objs {
 		if obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !isNotFound(err) {
-			return fmt.Errorf("deleting %s: %w", apply.RefOf(obj), err)
-		}
+		g.Go(func() error {
+			if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !isNotFound(err) {
+				mu.Lock()
+				defer mu.Unlock()
+				errs = append(errs, fmt.Errorf("deleting %s: %w", apply.RefOf(obj), err))
+			}
+			return nil
+		})
 	}
-	return nil
+	_ = g.Wait()
+	return errors.Join(errs...)
 }
 
 // describeRemaining names the first few objects an uninstall waits for, and
