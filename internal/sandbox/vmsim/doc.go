@@ -57,7 +57,9 @@
 // reusing the operator's planner. It starts once the KubeVirt CRD is served.
 //
 // Placement: a VMI annotated NodeAnnotation="NAME" gets its first launcher pod
-// on node NAME, so tests can pack VMIs unevenly; migration targets go anywhere.
+// on node NAME, so tests can pack VMIs unevenly; migration targets go anywhere,
+// except that a podless VMI's migration annotated TargetNodeAnnotation="NAME"
+// goes to node NAME (another sandbox node than its source).
 //
 // Lean mode, for thousands of VMs: Options.Podless runs VMIs without launcher
 // pods (podless.go), Options.SkipTransitionalPhases writes no transitional VM

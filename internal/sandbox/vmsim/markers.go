@@ -6,7 +6,8 @@ import (
 	"github.com/virt-operator/virt-operator/internal/metadata"
 )
 
-// Markers a test puts on a VMI (or a VM template) to steer the simulator.
+// Markers a test puts on a VMI (or a VM template), or on a migration, to steer
+// the simulator.
 const (
 	// NonMigratableLabel=true makes a VMI report LiveMigratable=False (reason
 	// NotMigratableReason); migrations of it fail.
@@ -17,6 +18,10 @@ const (
 	// NodeAnnotation="NAME" starts the VMI's first launcher pod on node NAME (a
 	// migration's target pod goes anywhere): tests pack VMIs unevenly with it.
 	NodeAnnotation = "sandbox.virt-operator.io/node"
+	// TargetNodeAnnotation="NAME" on a migration of a podless VMI moves it to
+	// node NAME, when NAME is a sandbox node other than its source: a benchmark's
+	// drain keeps the VMIs' spread with it.
+	TargetNodeAnnotation = "sandbox.virt-operator.io/target-node"
 )
 
 // Bookkeeping the simulator writes, so that its decisions survive a restart.

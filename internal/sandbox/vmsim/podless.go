@@ -104,7 +104,7 @@ func planPodlessMigration(in migrationInput, nodes []string) migrationPlan {
 		st.MigrationState = &v1.VirtualMachineInstanceMigrationState{
 			MigrationUID: m.UID,
 			SourceNode:   vmi.Status.NodeName,
-			TargetNode:   pickNode(nodes, m.UID, vmi.Status.NodeName),
+			TargetNode:   migrationTarget(m, nodes, vmi.Status.NodeName),
 			TargetPod:    launcherPodName(vmi.Name, m.UID),
 			// The API keeps whole seconds: rounded up, a migration never ends early.
 			StartTimestamp: ptrTime(metav1.NewTime(in.Now.Truncate(time.Second).Add(time.Second))),
@@ -121,6 +121,15 @@ func planPodlessMigration(in migrationInput, nodes []string) migrationPlan {
 	st.MigrationState.Completed = true
 	st.MigrationState.EndTimestamp = ptrTime(metav1.NewTime(in.Now))
 	return withPhase(migrationPlan{VMIStatus: st}, m, v1.MigrationSucceeded, st.MigrationState)
+}
+
+// migrationTarget is the node m moves its VMI to from source: the one its
+// TargetNodeAnnotation names if that is another of nodes, else pickNode's.
+func migrationTarget(m *v1.VirtualMachineInstanceMigration, nodes []string, source string) string {
+	if want := m.Annotations[TargetNodeAnnotation]; want != "" && want != source && slices.Contains(nodes, want) {
+		return want
+	}
+	return pickNode(nodes, m.UID, source)
 }
 
 // pickNode picks one of nodes for uid, other than avoid when there is another:

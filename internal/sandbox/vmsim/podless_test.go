@@ -80,6 +80,32 @@ func TestPlanPodlessMigration(t *testing.T) {
 	}
 }
 
+// A migration annotated with a target node moves its VMI there, unless that
+// is its source or no sandbox node: then the target is picked as for any.
+func TestMigrationTarget(t *testing.T) {
+	to := func(node string) *v1.VirtualMachineInstanceMigration {
+		m := newMigration("")
+		m.Annotations = map[string]string{TargetNodeAnnotation: node}
+		return m
+	}
+	if got := migrationTarget(to("node-c"), sandboxNodes, "node-a"); got != "node-c" {
+		t.Errorf("annotated node-c: target %q", got)
+	}
+	for _, bad := range []string{"node-a", "node-z", ""} {
+		got := migrationTarget(to(bad), sandboxNodes, "node-a")
+		if got == "node-a" || got == "" || got != pickNode(sandboxNodes, migUID, "node-a") {
+			t.Errorf("annotated %q: target %q, want pickNode's other node", bad, got)
+		}
+	}
+	source := newVMI("", func(vmi *v1.VirtualMachineInstance) {
+		vmi.Status = *podlessRunning(vmi, "node-a", podlessPodUID(vmiUID), imageV1, now)
+	})
+	start := planPodlessMigration(migrationInput{Migration: to("node-b"), VMI: source, Image: imageV2, Duration: duration, Now: t0}, sandboxNodes)
+	if ms := start.VMIStatus.MigrationState; ms == nil || ms.TargetNode != "node-b" {
+		t.Errorf("the migration's state %+v, want target node-b", ms)
+	}
+}
+
 func TestPickNode(t *testing.T) {
 	counts := map[string]int{}
 	for i := range 300 {
