@@ -67,16 +67,16 @@ const pendingRecheck = time.Second
 // CR, so one reconcile sees the whole picture.
 // VMI and migration events are dropped while the gate is closed (the CR's next
 // status change reopens it), VMI updates that change nothing the updater reads are
-// dropped always, and VMI events are gathered over vmiWindow: those that can
-// change a decision briefly, those that change only the counts for as long as
-// the counts are held.
+// dropped always, and VMI and migration events are gathered over vmiWindow and
+// migrationWindow: those that can change a decision briefly or not at all,
+// those that change only the counts for as long as the counts are held.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	r.init()
 	toActive := handler.EnqueueRequestsFromMapFunc(r.activeRequest)
 	return ctrl.ControllerManagedBy(mgr).Named("workloadupdate").
 		Watches(&v1.KubeVirt{}, toActive, ctrl.WithPredicates(notOwnStatusWrite)).
 		Watches(&v1.VirtualMachineInstance{}, coalesce.HandlerBy(r.vmiWindow, r.activeRequest), ctrl.WithPredicates(r.vmiPredicate())).
-		Watches(&v1.VirtualMachineInstanceMigration{}, toActive, ctrl.WithPredicates(r.migrationPredicate())).
+		Watches(&v1.VirtualMachineInstanceMigration{}, coalesce.HandlerBy(r.migrationWindow, r.activeRequest), ctrl.WithPredicates(r.migrationPredicate())).
 		Watches(&corev1.Node{}, toActive, ctrl.WithPredicates(r.openGatePredicate(), targetChanged)).
 		Complete(r)
 }

@@ -40,6 +40,24 @@ func (r *Reconciler) vmiWindow(old, new client.Object) time.Duration {
 	return core.CountsInterval
 }
 
+// migrationWindow is how long a migration event waits to join a plan: none
+// for a workload-update migration (it frees or takes a slot of the updater's
+// own), nor for any while VMIs are outdated (a slot taken or freed decides
+// what starts next). Another actor's migrations while nothing is outdated
+// change only the counts and wait core.CountsInterval: a drain that someone
+// else runs over ten thousand VMIs is then one plan per interval, not one per
+// migration event.
+func (r *Reconciler) migrationWindow(old, new client.Object) time.Duration {
+	m, ok := new.(*v1.VirtualMachineInstanceMigration)
+	if !ok {
+		m, ok = old.(*v1.VirtualMachineInstanceMigration)
+	}
+	if !ok || core.IsWorkloadUpdate(m) || r.outdated.Load() > 0 {
+		return 0
+	}
+	return core.CountsInterval
+}
+
 // mayBecomeOutdated: the update changes what decides whether a VMI is to be
 // moved (its launcher, phase, deletion, choice, or a test's abortion request),
 // not only where it runs or how its migration goes.

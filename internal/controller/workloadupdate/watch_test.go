@@ -89,3 +89,34 @@ func TestReconcileRemembersTheOutdatedCount(t *testing.T) {
 		t.Errorf("with nothing outdated a move waits %v, want %v", got, core.CountsInterval)
 	}
 }
+
+// A migration event joins a plan at once when it can change what starts next:
+// a workload-update migration, or any while VMIs are outdated. Another
+// actor's migrations while nothing is outdated wait as long as the counts.
+func TestMigrationWindow(t *testing.T) {
+	foreign := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "vms"}}
+	ours := foreign.DeepCopy()
+	ours.Annotations = map[string]string{core.WorkloadUpdateMigrationAnnotation: ""}
+	cases := []struct {
+		name     string
+		outdated int64
+		old, new client.Object
+		want     time.Duration
+	}{
+		{"ours created, nothing outdated", 0, nil, ours, 0},
+		{"ours deleted, nothing outdated", 0, ours, nil, 0},
+		{"another's created while VMIs are outdated", 2, nil, foreign, 0},
+		{"another's updated while VMIs are outdated", 2, foreign, foreign, 0},
+		{"another's created, nothing outdated", 0, nil, foreign, core.CountsInterval},
+		{"another's updated, nothing outdated", 0, foreign, foreign, core.CountsInterval},
+		{"another's deleted, nothing outdated", 0, foreign, nil, core.CountsInterval},
+		{"not a migration", 0, nil, &v1.KubeVirt{}, 0},
+	}
+	for _, c := range cases {
+		r := &Reconciler{}
+		r.outdated.Store(c.outdated)
+		if got := r.migrationWindow(c.old, c.new); got != c.want {
+			t.Errorf("%s: window %v, want %v", c.name, got, c.want)
+		}
+	}
+}
