@@ -98,6 +98,7 @@ func BenchmarkHandlerCanary200(b *testing.B) {
 		upgrade := time.Since(start)
 		cpu := cpuSeconds(b, p.cmd.Process.Pid) - cpuBefore
 		stop()
+		reportStages(b, e.kubeVirt())
 		b.Logf("upgrade timeline:\n%s", tl)
 		p.kill()
 		bake := rollout.DefaultBakeTime

@@ -164,3 +164,48 @@ func TestMostFirst(t *testing.T) {
 		t.Errorf("nothing: %q", got)
 	}
 }
+
+// The drain floor moves each node's VMIs to the next node: a permutation, so
+// every node ends with as many VMIs as its predecessor had.
+func TestNextOf(t *testing.T) {
+	next := nextOf([]string{"node-c", "node-a", "node-b"})
+	want := map[string]string{"node-a": "node-b", "node-b": "node-c", "node-c": "node-a"}
+	if len(next) != len(want) {
+		t.Fatalf("nextOf = %v, want %v", next, want)
+	}
+	for from, to := range want {
+		if next[from] != to {
+			t.Errorf("after %s: %q, want %q", from, next[from], to)
+		}
+	}
+	if got := nextOf([]string{"only"}); got["only"] != "only" {
+		t.Errorf("one node: %v, want itself (the simulator then picks another)", got)
+	}
+	if got := nextOf(nil); len(got) != 0 {
+		t.Errorf("no nodes: %v", got)
+	}
+}
+
+// Each CRD of a deletion is timed to the first look that no longer finds it;
+// one that was never seen is not timed.
+func TestCRDDeletions(t *testing.T) {
+	start := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	d := newCRDDeletions(start)
+	if d.observe([]string{"vms.kubevirt.io", "vmis.kubevirt.io", "kubevirts.kubevirt.io"}, start) {
+		t.Fatal("all gone while three are there")
+	}
+	d.observe([]string{"vms.kubevirt.io", "vmis.kubevirt.io"}, start.Add(time.Second))
+	d.observe([]string{"vmis.kubevirt.io"}, start.Add(5*time.Second))
+	if !d.observe(nil, start.Add(11*time.Second)) {
+		t.Fatal("not all gone with none there")
+	}
+	if got, want := d.slowest(2), "vmis 11s, vms 5s"; got != want {
+		t.Errorf("slowest(2) = %q, want %q", got, want)
+	}
+	if got := d.took(); got != 11*time.Second {
+		t.Errorf("took %v, want 11s", got)
+	}
+	if got := newCRDDeletions(start).slowest(3); got != "" {
+		t.Errorf("nothing observed: %q", got)
+	}
+}

@@ -2,10 +2,12 @@ package install_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
@@ -25,8 +28,11 @@ const floorLabel = "bench.virt-operator.io/drain-floor"
 // Events, no backoff): a node's next migration is created as soon as its watch
 // shows the last one finished. It returns how long that took and the busiest
 // node's VMI count at the start (the floor's own bound is that many migration
-// durations), then deletes its migrations. The migrations move the VMIs, so
-// the drain that follows sees another spread: compare each against its bound.
+// durations), then deletes its migrations. Each VMI goes to the next node by
+// name (vmsim.TargetNodeAnnotation, honoured for lean VMs), so every node ends
+// with the VMIs its predecessor had: the drain that follows starts from a
+// spread with the same busiest node's count, and the two drains compare whole.
+// (With full pods the simulator picks the targets, and the spread changes.)
 func (e *env) drainFloor(b testing.TB) (took time.Duration, busiest int) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -36,6 +42,7 @@ func (e *env) drainFloor(b testing.TB) (took time.Duration, busiest int) {
 	for vmi, node := range nodeOf {
 		byNode[node] = append(byNode[node], vmi)
 	}
+	next := e.nextNodes(b)
 	finished := e.watchFloorMigrations(ctx, b)
 	// The sandbox's config has client-go's 5 QPS, which would pace the floor
 	// (the scale scenario starts up to a hundred migrations a second).
@@ -54,8 +61,9 @@ func (e *env) drainFloor(b testing.TB) (took time.Duration, busiest int) {
 			for _, vmi := range vmis {
 				done := finished.await("floor-" + vmi)
 				m := &v1.VirtualMachineInstanceMigration{
-					ObjectMeta: metav1.ObjectMeta{Namespace: vmNamespace, Name: "floor-" + vmi, Labels: map[string]string{floorLabel: "true"}},
-					Spec:       v1.VirtualMachineInstanceMigrationSpec{VMIName: vmi},
+					ObjectMeta: metav1.ObjectMeta{Namespace: vmNamespace, Name: "floor-" + vmi, Labels: map[string]string{floorLabel: "true"},
+						Annotations: map[string]string{vmsim.TargetNodeAnnotation: next[nodeOf[vmi]]}},
+					Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: vmi},
 				}
 				if err := c.Create(ctx, m); err != nil {
 					errs <- err
@@ -84,6 +92,31 @@ func (e *env) drainFloor(b testing.TB) (took time.Duration, busiest int) {
 		b.Fatal(err)
 	}
 	return took, busiest
+}
+
+// nextNodes maps each node to the next by name, the last to the first: a
+// permutation, so VMIs moved along it keep their count per node.
+func (e *env) nextNodes(b testing.TB) map[string]string {
+	b.Helper()
+	var nodes corev1.NodeList
+	if err := e.c.List(context.Background(), &nodes); err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, len(nodes.Items))
+	for i, n := range nodes.Items {
+		names[i] = n.Name
+	}
+	return nextOf(names)
+}
+
+// nextOf maps each name to the next in sorted order, the last to the first.
+func nextOf(names []string) map[string]string {
+	sorted := slices.Sorted(slices.Values(names))
+	next := make(map[string]string, len(sorted))
+	for i, n := range sorted {
+		next[n] = sorted[(i+1)%len(sorted)]
+	}
+	return next
 }
 
 // floorFinished closes a migration's channel once it has finished.

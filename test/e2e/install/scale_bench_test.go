@@ -139,8 +139,10 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 
 	m.begin()
 	floorDrainLoad := loadWindow{from: e.sampleLoad(b)}
+	profiled := m.cpuProfile("drain-floor", max(5, vms/200)) // what the operator does while others migrate
 	floorDrain, floorBusiest := e.drainFloor(b)
 	floorDrainLoad.to = e.sampleLoad(b)
+	profiled()
 	m.end("drain floor: every VMI migrated once by a minimal driver (not the operator)")
 
 	migs := e.followMigrations()
@@ -151,7 +153,7 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 	var upgraded time.Time
 	var fastStep loadWindow // the control plane's load while the fast step runs
-	profiled := func() {}   // waits for the operator's CPU profile of the fast step
+	profiled = func() {}    // waits for the operator's CPU profile of the fast step
 	e.eventually("observed == target", 20*time.Minute, func() (bool, error) {
 		kv := e.kubeVirt()
 		upgraded = time.Now()
@@ -190,19 +192,35 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 	m.end(fmt.Sprintf("at rest (%s)", restFor))
 	m.heapProfile("rested")
 
+	snapshot := e.snapshotForUninstall(b)
+	recreated := e.vmiCreations(b)
 	m.begin()
+	profiled = m.cpuProfile("uninstall", max(5, vms/200)) // the CRDs' deletion takes about vms/100 s here
 	if err := e.c.Delete(ctx, e.kubeVirt()); err != nil {
 		b.Fatal(err)
 	}
+	var crdsGone time.Duration // from the CR's deletion to the last managed CRD gone
+	crdDeletions := newCRDDeletions(m.start)
 	e.eventually("the CR gone", 20*time.Minute, func() (bool, error) {
+		if crdsGone == 0 && crdDeletions.observe(e.managedCRDs(b), time.Now()) {
+			crdsGone = time.Since(m.start)
+		}
 		err := e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "kubevirt"}, &v1.KubeVirt{})
 		return err != nil && client.IgnoreNotFound(err) == nil, nil
 	})
 	m.end("uninstall (RemoveWorkloads)")
+	uninstall := m.phases[len(m.phases)-1].took
+	profiled()
+	vmisRecreated := recreated()
+
+	m.begin()
+	floorDeletions, floorNudges := e.uninstallFloor(b, snapshot)
+	uninstallFloor := floorDeletions.took()
+	m.end(fmt.Sprintf("uninstall floor: copies of its CRDs and objects deleted by the API server alone (not the operator); %s", snapshot))
 
 	bake := rollout.DefaultBakeTime
 	bound := time.Duration(busiest) * scaleMigration
-	rest := m.phases[len(m.phases)-2]
+	rest := m.phases[len(m.phases)-3]
 	b.ReportMetric(m.phases[0].took.Seconds(), "install-s")
 	b.ReportMetric(upgrade.Seconds(), "upgrade-s")
 	b.ReportMetric(floor.Seconds(), "floor-s")
@@ -227,7 +245,17 @@ func runScale(b *testing.B, nodes, vms int, restFor time.Duration) {
 		fmt.Sprintf("The operator's drain's control plane (after the upgrade): %s; the operator's requests in it: %s.", drainLoad, m.requestsIn(drainLoad)))
 	b.ReportMetric(float64(migs.maxParallel), "max-parallel")
 	b.ReportMetric(float64(migs.perNodeMax()), "max-per-node")
-	b.ReportMetric(m.phases[len(m.phases)-1].took.Seconds(), "uninstall-s")
+	b.ReportMetric(uninstall.Seconds(), "uninstall-s")
+	b.ReportMetric(uninstallFloor.Seconds(), "uninstall-floor-s")
+	b.ReportMetric(uninstall.Seconds()/uninstallFloor.Seconds(), "uninstall-floor-ratio")
+	m.notes = append(m.notes, fmt.Sprintf("Uninstall %s against its floor %s (the API server alone deleting copies of the same CRDs holding as many objects of the same content, every CRD at once): **%.2f×**; "+
+		"of the uninstall, %s until the last CRD was gone (the operator deletes the CRDs first and waits for the API server to delete their objects), %s for the rest (every other object, then the CR); "+
+		"VMIs created during the uninstall (the simulated virt-controller starting VMs' VMIs again until the VMs are gone): %d; CRDs whose clean-up the floor had to restart: %d. "+
+		"The slowest CRDs, from the CR's deletion: %s; in the floor, from its deletes: %s.",
+		uninstall.Round(100*time.Millisecond), uninstallFloor.Round(100*time.Millisecond), uninstall.Seconds()/uninstallFloor.Seconds(),
+		crdsGone.Round(100*time.Millisecond), (uninstall-crdsGone).Round(100*time.Millisecond), vmisRecreated, floorNudges,
+		crdDeletions.slowest(3), floorDeletions.slowest(3)))
+	b.ReportMetric(float64(vmisRecreated), "uninstall-vmis-recreated")
 	b.ReportMetric(rest.rssMiB, "settled-rss-MiB")
 	b.ReportMetric(rest.peakMiB, "peak-rss-MiB")
 	b.ReportMetric(float64(writes(rest.requests)), "writes-at-rest")
@@ -368,6 +396,20 @@ func deploymentStages(kv *v1.KubeVirt) string {
 		parts = append(parts, p.Name+" "+took)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// reportStages reports each stage of kv's last deployment, as its history
+// records it (whole seconds), as the metric stage-<name>-s: what the serial
+// stages around the fast step cost, in every run.
+func reportStages(b *testing.B, kv *v1.KubeVirt) {
+	if len(kv.Status.History) == 0 {
+		return
+	}
+	for _, p := range kv.Status.History[0].Phases {
+		if p.Seconds != nil {
+			b.ReportMetric(float64(*p.Seconds), "stage-"+p.Name+"-s")
+		}
+	}
 }
 
 // verbs renders counts as "key n" items in key order.
