@@ -28,7 +28,7 @@ func TestVMIWindow(t *testing.T) {
 	relaunched := with(func(n *v1.VirtualMachineInstance) {
 		n.Status.LauncherContainerImageVersion = "quay.io/kubevirt/virt-launcher:v2"
 	})
-	running := with(func(n *v1.VirtualMachineInstance) { n.Status.Phase = v1.VMIScheduled })
+	rescheduled := with(func(n *v1.VirtualMachineInstance) { n.Status.Phase = v1.VMIScheduled })
 	deleting := with(func(n *v1.VirtualMachineInstance) { n.DeletionTimestamp = &metav1.Time{Time: t0} })
 	chosen := with(func(n *v1.VirtualMachineInstance) { n.Labels = map[string]string{core.ChoiceKey: "None"} })
 	aborted := with(func(n *v1.VirtualMachineInstance) { n.Annotations = map[string]string{core.TestAbortionAnnotation: ""} })
@@ -48,7 +48,7 @@ func TestVMIWindow(t *testing.T) {
 		{"moved while nothing is outdated", false, 0, vmi, moved, core.CountsInterval},
 		{"migrating while nothing is outdated", false, 0, vmi, migrating, core.CountsInterval},
 		{"a new launcher while nothing is outdated", false, 0, vmi, relaunched, vmiEventWindow},
-		{"a phase change while nothing is outdated", false, 0, vmi, running, vmiEventWindow},
+		{"a phase change while nothing is outdated", false, 0, vmi, rescheduled, vmiEventWindow},
 		{"a deletion starting while nothing is outdated", false, 0, vmi, deleting, vmiEventWindow},
 		{"a choice while nothing is outdated", false, 0, vmi, chosen, vmiEventWindow},
 		{"a test's abortion while nothing is outdated", false, 0, vmi, aborted, vmiEventWindow},

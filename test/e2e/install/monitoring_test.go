@@ -163,11 +163,7 @@ func (e *env) installMonitoringCRDs() {
 			if err := e.c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
 				return false, err
 			}
-			established := false
-			for _, c := range crd.Status.Conditions {
-				established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
-			}
-			if !established {
+			if !established(crd) {
 				return false, nil
 			}
 		}

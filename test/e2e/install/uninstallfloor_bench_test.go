@@ -212,7 +212,7 @@ func (e *env) uninstallFloor(b testing.TB, s uninstallSnapshot) (deletions *crdD
 			b.Fatalf("the uninstall floor: %v", err)
 		}
 	}
-	lastLook := start
+	nudged := nudgeWhileDeleting(ctx, b, c)
 	deletions = newCRDDeletions(start)
 	e.eventually("the uninstall floor's CRDs gone", 30*time.Minute, func() (bool, error) {
 		var left metav1.PartialObjectMetadataList
@@ -220,23 +220,46 @@ func (e *env) uninstallFloor(b testing.TB, s uninstallSnapshot) (deletions *crdD
 		if err := c.List(ctx, &left, client.HasLabels{uninstallFloorLabel}); err != nil {
 			return false, err
 		}
-		if deletions.observe(crdNames(left.Items), time.Now()) {
-			return true, nil
-		}
-		if time.Since(lastLook) >= floorNudgeInterval {
-			lastLook = time.Now()
-			n, err := nudgeFailedCleanups(ctx, c)
-			nudges += n
-			return false, err
-		}
-		return false, nil
+		return deletions.observe(crdNames(left.Items), time.Now()), nil
 	})
+	nudges = nudged()
 	return deletions, nudges
 }
 
 // floorNudgeInterval is how often the floor looks for a CRD whose instance
 // clean-up failed, as the operator's uninstall does (its crdNudgeInterval).
 const floorNudgeInterval = 5 * time.Second
+
+// nudgeWhileDeleting restarts the floor's failed CRD clean-ups every
+// floorNudgeInterval until the returned function is called, which returns how
+// many it restarted.
+func nudgeWhileDeleting(ctx context.Context, b testing.TB, c client.Client) (stop func() int) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan int)
+	go func() {
+		total := 0
+		defer func() { done <- total }()
+		tick := time.NewTicker(floorNudgeInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				n, err := nudgeFailedCleanups(ctx, c)
+				total += n
+				if err != nil && ctx.Err() == nil {
+					b.Errorf("the uninstall floor: %v", err)
+					return
+				}
+			}
+		}
+	}()
+	return func() int {
+		cancel()
+		return <-done
+	}
+}
 
 // nudgeFailedCleanups writes an annotation on each of the floor's CRDs whose
 // instance clean-up failed: the API server's CRD finalizer can give up on a
