@@ -15,6 +15,7 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/strategy/trust"
 )
 
 // The handback command leaves a KubeVirt install to upstream's virt-operator:
@@ -73,8 +74,8 @@ func NewHandbackCommand() *cobra.Command {
 		Use:   "handback [--kubeconfig F] [--namespace NS]",
 		Short: "Leave the KubeVirt install to upstream's virt-operator: run with this operator stopped, before starting upstream's",
 		Long: `Removes what upstream's virt-operator does not know and would keep, stale: this operator's
-conditions, status fields and annotations on the KubeVirt CR, and its install-strategy ConfigMaps
-(upstream generates its own). Nothing of KubeVirt itself changes and no pod restarts. Refused
+conditions, status fields and annotations on the KubeVirt CR, its install-strategy ConfigMaps
+(upstream generates its own) and its install-strategy writer policy. Nothing of KubeVirt itself changes and no pod restarts. Refused
 while this operator's Deployment has replicas.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -108,8 +109,13 @@ func handback(ctx context.Context, c client.Client, namespace string, out io.Wri
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return err
 	}
+	ours := map[string]bool{}
 	for i := range list.Items {
 		kv := &list.Items[i]
+		ours[kv.Status.TargetDeploymentID], ours[kv.Status.ObservedDeploymentID] = true, true
+		for _, ref := range kv.Status.InstallStrategies {
+			ours[ref.DeploymentID] = true
+		}
 		base := kv.DeepCopy()
 		kv.Status = HandbackStatus(kv.Status)
 		if err := c.Status().Patch(ctx, kv, client.MergeFrom(base)); err != nil {
@@ -126,15 +132,31 @@ func handback(ctx context.Context, c client.Client, namespace string, out io.Wri
 	if err := c.List(ctx, cms, client.InNamespace(namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {
 		return err
 	}
+	// This operator's strategies are those of its deployment IDs (a release's
+	// own operator dumps delegated ones under this operator's ID) and those
+	// its own dumper marks with the monitoring namespace.
+	delete(ours, "")
 	for i := range cms.Items {
 		cm := &cms.Items[i]
-		if _, ours := cm.Annotations[strategy.MonitorNamespaceAnnotation]; !ours {
-			continue // upstream's, never read by this operator (which annotates every strategy it reads)
+		_, marked := cm.Annotations[strategy.MonitorNamespaceAnnotation]
+		if !marked && !ours[cm.Annotations[metadata.InstallStrategyIdentifierAnnotation]] {
+			continue // upstream's own
 		}
 		if err := client.IgnoreNotFound(c.Delete(ctx, cm)); err != nil {
 			return err
 		}
 		_, _ = fmt.Fprintf(out, "ConfigMap %s/%s: this operator's install strategy deleted\n", cm.Namespace, cm.Name)
+	}
+	// The writer policy would refuse the strategy upstream's operator writes.
+	policy, binding := trust.WriterPolicy(namespace, "")
+	for _, o := range []client.Object{binding, policy} {
+		switch err := c.Delete(ctx, o); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("deleting the install-strategy writer policy %s: %w", o.GetName(), err)
+		default:
+			_, _ = fmt.Fprintf(out, "%s %s: this operator's install-strategy writer policy deleted\n", o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+		}
 	}
 	_, _ = fmt.Fprintln(out, "Done: start upstream's virt-operator.")
 	return nil

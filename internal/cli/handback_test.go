@@ -17,6 +17,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/operator"
 	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/strategy/trust"
 )
 
 // A hand-back leaves upstream's operator nothing of this one's to keep stale:
@@ -43,7 +44,10 @@ func TestHandback(t *testing.T) {
 		return cm
 	}
 	running := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-operator"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(kv, running, strategyCM("ours", true), strategyCM("upstreams", false)).
+	delegated := strategyCM("delegated", false) // dumped by a release's own operator for this operator's ID
+	delegated.Annotations[metadata.InstallStrategyIdentifierAnnotation] = "ours"
+	policy, binding := trust.WriterPolicy("kubevirt", "virt-operator-strategy-dumper")
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(kv, running, strategyCM("ours", true), strategyCM("upstreams", false), delegated, policy, binding).
 		WithStatusSubresource(&v1.KubeVirt{}).Build()
 	ctx := context.Background()
 	var out bytes.Buffer
@@ -69,8 +73,15 @@ func TestHandback(t *testing.T) {
 	if _, left := got.Annotations["kubevirt.io/virt-operator-skip-preflight"]; left || got.Annotations["team"] != "platform" {
 		t.Fatalf("annotations %v", got.Annotations)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "ours"}, &corev1.ConfigMap{}); err == nil {
-		t.Fatal("this operator's strategy ConfigMap is still there")
+	for _, name := range []string{"ours", "delegated"} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: name}, &corev1.ConfigMap{}); err == nil {
+			t.Fatalf("this operator's strategy ConfigMap %s is still there", name)
+		}
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err == nil {
+			t.Fatalf("the writer policy %T is still there: it would refuse upstream's strategy", o)
+		}
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "upstreams"}, &corev1.ConfigMap{}); err != nil {
 		t.Fatalf("upstream's strategy ConfigMap was deleted: %v", err)

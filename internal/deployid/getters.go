@@ -3,6 +3,7 @@ package deployid
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -58,6 +59,16 @@ func (c *Config) PotentialMonitorNamespaces() []string {
 		return []string{ns}
 	}
 	return append([]string(nil), DefaultMonitorNamespaces...)
+}
+
+// MonitoringNamespaces are every namespace the monitoring objects may be in
+// for c: the namespaces monitoring may be in, and the ServiceMonitor's.
+func (c *Config) MonitoringNamespaces() []string {
+	out := c.PotentialMonitorNamespaces()
+	if ns := c.ServiceMonitorNamespace(); ns != "" && !slices.Contains(out, ns) {
+		out = append(out, ns)
+	}
+	return out
 }
 
 // ServiceMonitorNamespace is where the ServiceMonitor goes; "" means the monitor

@@ -63,7 +63,7 @@ func newUpgradeEnv(t *testing.T, spec func(*v1.KubeVirtSpec)) *upgradeEnv {
 	wanted := kv.DeepCopy()
 	wanted.Spec.ImageTag = "v1.9.0"
 	spec(&wanted.Spec)
-	if target, err := deployid.FromKubeVirt(wanted, operatorEnv); err == nil && !strings.HasSuffix(target.KubeVirtVersion, ".O") {
+	if target, err := deployid.FromKubeVirt(wanted, operatorEnv); err == nil && !strings.HasSuffix(target.KubeVirtVersion, ".O") && target.ID != observed.cfg.ID {
 		objs = append(objs, strategyFor(t, wanted).cm)
 	}
 	e.c = fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&v1.KubeVirt{}).

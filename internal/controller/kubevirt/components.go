@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/diagnose"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/rollout"
 )
@@ -35,7 +36,7 @@ func notStartingPod(pods []corev1.Pod, target metadata.Target, nodeReady map[str
 		if pod.DeletionTimestamp != nil || !metadata.PodIsUpToDate(pod, target) || metadata.PodIsReady(pod) {
 			continue
 		}
-		if problem := podStartProblem(pod); problem != "" {
+		if problem := diagnose.PodStartProblem(pod); problem != "" {
 			return pod, problem
 		}
 		if node := pod.Spec.NodeName; node != "" && !nodeReady[node] {

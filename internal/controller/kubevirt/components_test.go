@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/report"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/rollout"
@@ -158,7 +159,7 @@ func TestFailingDeploymentWarnsOnce(t *testing.T) {
 			t.Errorf("%q lacks %q", p.Message, want)
 		}
 	}
-	s := &scope{kv: &v1.KubeVirt{}, problem: p, now: time.Now()}
+	s := &scope{kv: &v1.KubeVirt{}, Report: report.Report{Problem: p}, now: time.Now()}
 	next := nextStatus(s.kv.Status, s, "")
 	warnings := func(prev v1.KubeVirtStatus) []kvEvent {
 		var out []kvEvent

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -21,6 +22,7 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/activecr"
 	"github.com/virt-operator/virt-operator/internal/certs"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/strategysource"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/storedversions"
@@ -64,7 +66,8 @@ type Reconciler struct {
 
 	// What the reconciler keeps in memory, and why none of it belongs in the
 	// status or the cache, is listed in the package documentation.
-	decoded           decodedStrategies
+	source            *strategysource.Source
+	sourceOnce        sync.Once
 	written           writtenStatus
 	transient         transientErrors
 	monitorAccounts   monitorAccounts
@@ -118,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		if kv.DeletionTimestamp == nil && s.ignored == "" && next.TargetDeploymentID != "" && next.ObservedDeploymentID != next.TargetDeploymentID {
 			s.requeueAfter(rolloutResync)
 		}
-		result = reconcile.Result{RequeueAfter: s.requeue}
+		result = reconcile.Result{RequeueAfter: s.Requeue}
 	}()
 	switch {
 	case s.ignored != "":

@@ -50,8 +50,8 @@ func TestMigrateStoredVersions(t *testing.T) {
 		return got, s, err
 	}
 	got, s, err := run()
-	if err != nil || slices.Contains(got.Status.StoredVersions, "v1") || len(s.events) != 1 {
-		t.Fatalf("no objects: %v, stored versions %v, events %+v: want v1 retired", err, got.Status.StoredVersions, s.events)
+	if err != nil || slices.Contains(got.Status.StoredVersions, "v1") || len(s.Events) != 1 {
+		t.Fatalf("no objects: %v, stored versions %v, events %+v: want v1 retired", err, got.Status.StoredVersions, s.Events)
 	}
 	if v := got.Spec.Versions[len(got.Spec.Versions)-1]; v.Name != "v1" || v.Served || v.Storage {
 		t.Fatalf("the bridge left versions %+v: want v1 listed, neither served nor storage", got.Spec.Versions)
@@ -59,9 +59,9 @@ func TestMigrateStoredVersions(t *testing.T) {
 	export := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e", ResourceVersion: "5"}}
 	export.SetGroupVersionKind(schema.GroupVersionKind{Group: "export.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineExport"})
 	got, s, err = run(export)
-	if err != nil || slices.Contains(got.Status.StoredVersions, "v1") || len(s.events) != 1 ||
-		!strings.Contains(s.events[0].Message, "1 VirtualMachineExports rewritten as v1beta1, versions v1 retired") {
-		t.Fatalf("with an export: %v, stored versions %v, events %+v: want it rewritten as v1beta1, v1 retired", err, got.Status.StoredVersions, s.events)
+	if err != nil || slices.Contains(got.Status.StoredVersions, "v1") || len(s.Events) != 1 ||
+		!strings.Contains(s.Events[0].Message, "1 VirtualMachineExports rewritten as v1beta1, versions v1 retired") {
+		t.Fatalf("with an export: %v, stored versions %v, events %+v: want it rewritten as v1beta1, v1 retired", err, got.Status.StoredVersions, s.Events)
 	}
 	desired = crd(version("v2", true)) // no version in common with the live CRD
 	got, _, err = run(export)

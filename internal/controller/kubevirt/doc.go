@@ -18,8 +18,9 @@
 //
 //	finalizer     metadata patch, before anything is created
 //	target        config and ID from the spec and environment   → s.cfg
-//	strategies    the strategy Job, the target's and the observed
-//	              deployment's strategies, prepared            → s.target, s.observed (strategyload.go)
+//	strategies    the trusted strategies of the target and the
+//	              observed deployment, prepared (package
+//	              strategysource)                               → s.strategies, s.target, s.observed (strategies.go)
 //	certificates  every certificate valid, from the target's
 //	              strategy else the observed one's              → s.certs (certificates.go)
 //	hold          spec.paused, spec.rolloutWindows, preflight   → s.hold, s.preflight (hold.go, preflight.go)
@@ -57,8 +58,9 @@
 //     restart shows as Degraded only after a minute. In status it would cost a
 //     write per transient error, the churn the grace avoids; a restart restarts
 //     the grace.
-//   - decoded: the last two decoded strategies (the target's and the observed
-//     one's), keyed by ConfigMap UID and resourceVersion; a performance cache.
+//   - source: the strategy source, whose decode cache holds the last two
+//     decoded strategies (the target's and the observed one's), keyed by
+//     ConfigMap UID and resourceVersion; a performance cache.
 //   - monitorAccounts: the monitoring ServiceAccounts the watch passes; fed by
 //     each pass, read by a predicate.
 //   - orphansCheckedFor: the strategy ConfigMap the last orphan scan ran

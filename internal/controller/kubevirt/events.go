@@ -23,30 +23,30 @@ const (
 func eventsFor(prev, next v1.KubeVirtStatus, s *scope, patched bool) []kvEvent {
 	var out []kvEvent
 	keep := func(e kvEvent) {
-		if patched || !e.transition {
+		if patched || !e.Transition {
 			out = append(out, e)
 		}
 	}
 	if next.TargetDeploymentID != prev.TargetDeploymentID && s.cfg != nil {
-		keep(kvEvent{Type: eventNormal, Reason: "TargetChanged", Action: "Rollout", transition: true, Message: fmt.Sprintf(
+		keep(kvEvent{Type: eventNormal, Reason: "TargetChanged", Action: "Rollout", Transition: true, Message: fmt.Sprintf(
 			"Rolling out KubeVirt %s (deployment ID %s); %s", s.cfg.KubeVirtVersion, s.cfg.ID, targetChangeReason(s))})
 	}
-	for _, e := range s.events {
+	for _, e := range s.Events {
 		keep(e)
 	}
-	if p := s.problem; p != nil && p.Warning != "" && conditionChanged(prev, next, v1.KubeVirtConditionDegraded) {
-		keep(kvEvent{Type: eventWarning, Reason: p.Warning, Action: "Reconcile", Message: p.Message, transition: true})
+	if p := s.Problem; p != nil && p.Warning != "" && conditionChanged(prev, next, v1.KubeVirtConditionDegraded) {
+		keep(kvEvent{Type: eventWarning, Reason: p.Warning, Action: "Reconcile", Message: p.Message, Transition: true})
 	}
 	if d := s.deletion; d != nil {
 		if d.blocked != "" && conditionChanged(prev, next, v1.KubeVirtConditionSynchronized) {
-			keep(kvEvent{Type: eventWarning, Reason: ReasonDeletionBlocked, Action: "Uninstall", Message: d.blocked, transition: true})
+			keep(kvEvent{Type: eventWarning, Reason: ReasonDeletionBlocked, Action: "Uninstall", Message: d.blocked, Transition: true})
 		}
 		if d.failed != "" && conditionChanged(prev, next, v1.KubeVirtConditionDegraded) {
-			keep(kvEvent{Type: eventWarning, Reason: ReasonDeletionFailed, Action: "Uninstall", Message: d.failed, transition: true})
+			keep(kvEvent{Type: eventWarning, Reason: ReasonDeletionFailed, Action: "Uninstall", Message: d.failed, Transition: true})
 		}
 	}
 	if next.ObservedDeploymentID != prev.ObservedDeploymentID && next.ObservedDeploymentID != "" {
-		keep(kvEvent{Type: eventNormal, Reason: "Deployed", Action: "Rollout", transition: true, Message: fmt.Sprintf(
+		keep(kvEvent{Type: eventNormal, Reason: "Deployed", Action: "Rollout", Transition: true, Message: fmt.Sprintf(
 			"KubeVirt %s from %s is deployed (deployment ID %s)", next.ObservedKubeVirtVersion, next.ObservedKubeVirtRegistry, next.ObservedDeploymentID)})
 	}
 	return out

@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/diagnose"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/rollout"
 )
@@ -189,17 +190,17 @@ func (r *Reconciler) daemonSetRefused(ctx context.Context, ds *appsv1.DaemonSet,
 	// Only the refusals: while a rollout replaces pods the DaemonSet is short
 	// on every pass, and its controller writes an Event per pod it creates or
 	// deletes (at 1000 nodes, thousands to list on each pass).
-	events, err := r.eventsAbout(ctx, ds, reasonFailedCreate)
+	events, err := diagnose.Events(ctx, r.APIReaderOrClient(), ds, diagnose.ReasonFailedCreate)
 	if err != nil {
 		return "", err
 	}
 	var recent []corev1.Event
 	for i := range events {
-		if now.Sub(eventTime(&events[i])) < refusalWindow {
+		if now.Sub(diagnose.EventTime(&events[i])) < refusalWindow {
 			recent = append(recent, events[i])
 		}
 	}
-	return lastFailedCreate(recent, ds.UID), nil
+	return diagnose.LastFailedCreate(recent, ds.UID, diagnose.DaemonSetController), nil
 }
 
 // nodeReadiness is every node by name, true when its Ready condition is True.
@@ -332,7 +333,7 @@ func noRollbackMessage(failure string) string {
 }
 
 // recordHandlerDecision puts the rollout's status into s.handler and its Event
-// into s.events. A status that only progressed since the last write may be
+// into s.Events. A status that only progressed since the last write may be
 // held back for up to rollout.ProgressInterval (counted from the last progress
 // the previous status recorded); it returns when to look again to write it.
 func recordHandlerDecision(ctx context.Context, s *scope, d rollout.Decision) (heldFor time.Duration) {
@@ -349,7 +350,7 @@ func recordHandlerDecision(ctx context.Context, s *scope, d rollout.Decision) (h
 		}
 	}
 	if d.Event != nil { // a phase change, which the status records
-		s.events = append(s.events, kvEvent{Type: d.Event.Type, Reason: d.Event.Reason, Action: "HandlerRollout", Message: d.Event.Message, transition: true})
+		s.Events = append(s.Events, kvEvent{Type: d.Event.Type, Reason: d.Event.Reason, Action: "HandlerRollout", Message: d.Event.Message, Transition: true})
 		log.FromContext(ctx).Info("virt-handler rollout", "phase", d.Phase, "event", d.Event.Message)
 	}
 	return heldFor

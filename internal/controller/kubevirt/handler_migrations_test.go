@@ -116,8 +116,8 @@ func TestSyncHandlerWaitsForMigrations(t *testing.T) {
 	if !strings.Contains(st.Message, "migration default/running to finish") {
 		t.Errorf("message %q does not name the migration", st.Message)
 	}
-	if sc.requeue <= 0 || sc.requeue > 9*time.Minute {
-		t.Errorf("requeue %s: the end of the wait must bring the rollout back", sc.requeue)
+	if sc.Requeue <= 0 || sc.Requeue > 9*time.Minute {
+		t.Errorf("requeue %s: the end of the wait must bring the rollout back", sc.Requeue)
 	}
 
 	// The migration finishes: the canary's pod goes.
@@ -130,7 +130,7 @@ func TestSyncHandlerWaitsForMigrations(t *testing.T) {
 		t.Fatalf("after the migration: pods node-0 %v node-1 %v node-2 %v, status %+v", podExists("node-0"), podExists("node-1"),
 			podExists("node-2"), kv.Status.HandlerRollout)
 	}
-	for _, e := range sc.events {
+	for _, e := range sc.Events {
 		if e.Reason == rollout.ReasonMigrationWaitExpired {
 			t.Errorf("a Warning for a migration that finished: %s", e.Message)
 		}
@@ -178,7 +178,7 @@ func TestSyncHandlerWarnsPastMaxMigrationWait(t *testing.T) {
 		t.Fatalf("the pod under a migration past the wait was kept: %v", err)
 	}
 	var warned []string
-	for _, e := range sc.events {
+	for _, e := range sc.Events {
 		if e.Type == eventWarning && e.Reason == rollout.ReasonMigrationWaitExpired {
 			warned = append(warned, e.Message)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +15,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/diagnose"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/rollout"
 )
@@ -93,7 +96,7 @@ func TestSyncHandlerStartsTheCanary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lastRequeue = sc.requeue
+		lastRequeue = sc.Requeue
 		kv.Status = nextStatus(kv.Status, sc, "") // the pass's status write
 		if err := c.Get(ctx, client.ObjectKeyFromObject(live), ds); err != nil {
 			t.Fatal(err)
@@ -160,5 +163,50 @@ func TestSyncHandlerCarriesOverWhatTheAPIServerRuns(t *testing.T) {
 		written.Annotations[rollout.CarriedOverAnnotation] != rollout.CarriedTLSArgs {
 		t.Fatalf("written: target %v, args %v, annotations %v; want the target with %s carried over",
 			metadata.DaemonSetIsUpToDate(written, newT), args, written.Annotations, flag)
+	}
+}
+
+// A DaemonSet short of pods names its latest recent FailedCreate, and asks the
+// API server for FailedCreate Events only: during a rollout its controller
+// writes an Event for every pod it creates or deletes.
+func TestDaemonSetRefusedListsOnlyRefusals(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-handler", UID: "ds-uid"},
+		Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, CurrentNumberScheduled: 2}}
+	event := func(name, reason, message string, age time.Duration) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "DaemonSet", Name: ds.Name, UID: ds.UID},
+			Type:           corev1.EventTypeWarning, Reason: reason, Message: message, LastTimestamp: metav1.NewTime(now.Add(-age)),
+			Source: corev1.EventSource{Component: diagnose.DaemonSetController}}
+	}
+	var selectors []string
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).
+		WithObjects(event("created", "SuccessfulCreate", "Created pod: virt-handler-x", time.Minute),
+			event("refused", "FailedCreate", "pods is forbidden: exceeded quota", 2*time.Minute),
+			event("stale", "FailedCreate", "an old refusal", time.Hour)).
+		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
+			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
+		}).
+		WithIndex(&corev1.Event{}, "reason", func(o client.Object) []string { return []string{o.(*corev1.Event).Reason} }).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			o := &client.ListOptions{}
+			o.ApplyOptions(opts)
+			if o.FieldSelector != nil {
+				selectors = append(selectors, o.FieldSelector.String())
+			}
+			return c.List(ctx, list, opts...)
+		}}).Build()
+	r := &Reconciler{Client: c, APIReader: c}
+	got, err := r.daemonSetRefused(context.Background(), ds, now)
+	if err != nil || got != "pods is forbidden: exceeded quota" {
+		t.Errorf("refused = %q, %v", got, err)
+	}
+	if len(selectors) != 1 || !strings.Contains(selectors[0], "reason=FailedCreate") {
+		t.Errorf("field selectors %q: want the FailedCreate ones only", selectors)
+	}
+	full := ds.DeepCopy()
+	full.Status.CurrentNumberScheduled = 3
+	if got, err := r.daemonSetRefused(context.Background(), full, now); got != "" || err != nil || len(selectors) != 1 {
+		t.Errorf("a DaemonSet with every pod: %q, %v, %d lists", got, err, len(selectors))
 	}
 }

@@ -2,6 +2,7 @@ package kubevirt
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -26,3 +27,6 @@ func testScheme(t *testing.T) *runtime.Scheme {
 }
 
 func init() { log.SetLogger(logr.Discard()) }
+
+// t0 is the tests' start of time.
+var t0 = time.Unix(10_000, 0)

@@ -44,7 +44,7 @@ func TestRolloutHold(t *testing.T) {
 				t.Fatalf("hold %+v, want %s with %q", h, c.reason, c.message)
 			}
 			if c.next {
-				if d := s.requeue; d != 10*time.Hour {
+				if d := s.Requeue; d != 10*time.Hour {
 					t.Fatalf("requeue %v, want the next opening in 10h", d)
 				}
 			}

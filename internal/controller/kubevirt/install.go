@@ -10,7 +10,6 @@ import (
 
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
-	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
@@ -34,7 +33,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return err
 	}
 	r.observeTarget(ctx, s)
-	if err := r.observeStrategies(ctx, s); err != nil {
+	if err := r.syncStrategies(ctx, s); err != nil {
 		return r.retry(ctx, s, ReasonDeploymentFailed, "Getting the install strategy failed", err)
 	}
 	if err := r.observeRetained(ctx, s); err != nil {
@@ -112,17 +111,14 @@ func targetChangeReason(s *scope) string {
 func (r *Reconciler) finishRollover(ctx context.Context, s *scope) error {
 	// Orphans are looked for when the target is first reached, and again when
 	// the strategy in use changes under the same ID (monitoring came or went).
-	inUse := ""
-	if use := s.strategyPlan.Use; use != nil {
-		inUse = string(use.UID) + "/" + use.ResourceVersion
-	}
+	inUse := s.strategies.Target.Key
 	if s.kv.Status.ObservedDeploymentID != s.cfg.ID || r.orphansCheckedFor != inUse {
 		if err := r.deleteOrphans(ctx, s); err != nil {
 			return r.retry(ctx, s, ReasonDeploymentFailed, "Deleting what the target no longer has failed", err)
 		}
 		r.orphansCheckedFor = inUse
 	}
-	for _, cm := range strategy.Obsolete(s.strategies, s.cfg.ID, s.cfg.ID) {
+	for _, cm := range s.strategies.Obsolete {
 		if err := r.Client.Delete(ctx, &cm); err != nil && !isNotFound(err) {
 			return r.retry(ctx, s, ReasonDeploymentFailed, "Deleting old install strategies failed", fmt.Errorf("deleting old install strategy %s: %w", cm.Name, err))
 		}
@@ -133,7 +129,7 @@ func (r *Reconciler) finishRollover(ctx context.Context, s *scope) error {
 // deleteOrphans removes managed objects the target strategy no longer has.
 func (r *Reconciler) deleteOrphans(ctx context.Context, s *scope) error {
 	desired := s.target.desired
-	live, err := apply.ListManaged(ctx, r.reader(), managedScope(r.Namespace, s.strategies, desired), apply.KindsOf(desired.Others)...)
+	live, err := apply.ListManaged(ctx, r.reader(), managedScope(r.Namespace, []*deployid.Config{s.cfg, observedConfig(s.kv)}, desired), apply.KindsOf(desired.Others)...)
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,13 @@ import (
 	"maps"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
@@ -232,20 +233,23 @@ func (r *Reconciler) judgeCanaryUnderWay(ctx context.Context, s *scope, later []
 	return nil
 }
 
-// managedScope is where a managed object may be: the operator's namespace, and
-// besides it every namespace the strategies write to and the monitoring
-// namespace each cached strategy was generated with (monitoring that went away
-// leaves its ServiceMonitor there). Others sorted.
-func managedScope(own string, cms []corev1.ConfigMap, strategies ...*strategy.Strategy) apply.Scope {
+// managedScope is where a managed object may be: the operator's namespace,
+// and besides it every namespace the accepted strategies write to and every
+// namespace monitoring may be in for the configs (monitoring that went away
+// leaves its ServiceMonitor there). Only accepted strategies and the CR's
+// configs steer it: a ConfigMap nobody vouched for never does. Others sorted.
+func managedScope(own string, cfgs []*deployid.Config, strategies ...*strategy.Strategy) apply.Scope {
 	set := map[string]bool{}
 	for _, s := range strategies {
 		for _, o := range s.Objects() {
 			set[o.GetNamespace()] = true
 		}
 	}
-	for i := range cms {
-		if meta, ok := strategy.Meta(&cms[i]); ok {
-			set[meta.MonitorNamespace] = true
+	for _, cfg := range cfgs {
+		if cfg != nil {
+			for _, ns := range cfg.MonitoringNamespaces() {
+				set[ns] = true
+			}
 		}
 	}
 	delete(set, "")
@@ -256,6 +260,16 @@ func managedScope(own string, cms []corev1.ConfigMap, strategies ...*strategy.St
 	}
 	sort.Strings(scope.Others)
 	return scope
+}
+
+// observedConfig is the observed deployment's config as the status records
+// it; nil when there is none or it cannot be read.
+func observedConfig(kv *v1.KubeVirt) *deployid.Config {
+	cfg, err := deployid.Parse(kv.Status.ObservedDeploymentConfig)
+	if err != nil || kv.Status.ObservedDeploymentConfig == "" {
+		return nil
+	}
+	return cfg
 }
 
 func hasWorkloads(step apply.Step) bool {

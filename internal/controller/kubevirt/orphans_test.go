@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
@@ -27,13 +28,13 @@ func TestManagedScope(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cms := []corev1.ConfigMap{strategyCM("old", "id", "monitoring"), strategyCM("new", "id", "")}
-	got := managedScope("kubevirt", cms, s)
+	cfg := &deployid.Config{Namespace: "kubevirt"}
+	got := managedScope("kubevirt", []*deployid.Config{cfg, nil}, s)
 	if want := []string{"monitoring", "openshift-monitoring"}; got.Namespace != "kubevirt" || !slices.Equal(got.Others, want) {
 		t.Fatalf("scope %+v, want kubevirt and %v", got, want)
 	}
-	if got := managedScope("kubevirt", cms); !slices.Equal(got.Others, []string{"monitoring"}) {
-		t.Fatalf("without a strategy: scope %+v, want kubevirt and the cached strategy's monitoring namespace", got)
+	if got := managedScope("kubevirt", nil, s); !slices.Equal(got.Others, []string{"openshift-monitoring"}) {
+		t.Fatalf("without a config: scope %+v, want kubevirt and the strategy's namespaces", got)
 	}
 }
 
@@ -50,8 +51,7 @@ func TestOrphansInTheOldMonitoringNamespaceGo(t *testing.T) {
 	if err := desired.Add(kept.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
-	cms := []corev1.ConfigMap{strategyCM("old", "id", "monitoring"), strategyCM("new", "id", "")}
-	s := &scope{kv: &v1.KubeVirt{}, strategies: cms, target: &deployment{desired: desired}}
+	s := &scope{kv: &v1.KubeVirt{}, cfg: &deployid.Config{Namespace: "kubevirt"}, target: &deployment{desired: desired}}
 	if err := r.deleteOrphans(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestOrphansInTheOldMonitoringNamespaceGo(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(kept), &corev1.ServiceAccount{}); err != nil {
 		t.Fatalf("a desired object was deleted: %v", err)
 	}
-	if len(s.events) != 1 || s.events[0].Reason != "DeletedObsoleteObjects" {
-		t.Fatalf("events %+v, want one DeletedObsoleteObjects", s.events)
+	if len(s.Events) != 1 || s.Events[0].Reason != "DeletedObsoleteObjects" {
+		t.Fatalf("events %+v, want one DeletedObsoleteObjects", s.Events)
 	}
 }

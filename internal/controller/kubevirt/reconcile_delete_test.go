@@ -205,8 +205,10 @@ func TestHeldUninstallPollsWithBackoffAndLimitedLists(t *testing.T) {
 	}
 }
 
-// An uninstall lists only the kinds of the strategy in force, and namespaced
-// kinds only in the namespaces it wrote to (never cluster-wide).
+// An uninstall lists only the kinds of the strategy accepted in force, and
+// namespaced kinds only in the namespaces it wrote to and monitoring may be in
+// (never cluster-wide). A ConfigMap nobody accepted, claiming the same ID,
+// steers nothing: its namespace is not listed.
 func TestUninstallListsOnlyTheStrategysKindsAndNamespaces(t *testing.T) {
 	s := &strategy.Strategy{}
 	for _, o := range []client.Object{
@@ -224,14 +226,24 @@ func TestUninstallListsOnlyTheStrategysKindsAndNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm.Namespace = "kubevirt"
+	cm.Namespace, cm.UID = "kubevirt", "genuine"
+	planted := &strategy.Strategy{}
+	if err := planted.Add(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "attacker-ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	plantedCM, err := strategy.Encode(planted, cfg, "attacker-ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plantedCM.Name, plantedCM.Namespace, plantedCM.UID = "planted", "kubevirt", "planted"
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "kubevirts.kubevirt.io"}}
-	e := newDeletingEnv(t, crd, cm)
+	e := newDeletingEnv(t, crd, cm, plantedCM)
 	kv := &v1.KubeVirt{}
 	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "kubevirt", Name: "kubevirt"}, kv); err != nil {
 		t.Fatal(err)
 	}
-	kv.Status.ObservedDeploymentID = cfg.ID
+	kv.Status.ObservedDeploymentID, kv.Status.ObservedDeploymentConfig = cfg.ID, cfg.JSON()
+	kv.Status.InstallStrategies = []v1.InstallStrategyRef{{DeploymentID: cfg.ID, ConfigMap: cm.Name, UID: string(cm.UID), Digest: strategy.Digest(cm)}}
 	var lists []string
 	e.r.APIReader = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
@@ -246,7 +258,7 @@ func TestUninstallListsOnlyTheStrategysKindsAndNamespaces(t *testing.T) {
 		{
 			"*v1.CustomResourceDefinitionList ",
 			"*v1.ServiceAccountList kubevirt",
-			"*v1.RoleBindingList kubevirt", "*v1.RoleBindingList kube-system", "*v1.RoleBindingList monitoring",
+			"*v1.RoleBindingList kubevirt", "*v1.RoleBindingList kube-system", "*v1.RoleBindingList monitoring", "*v1.RoleBindingList openshift-monitoring",
 		},
 	} {
 		lists = nil

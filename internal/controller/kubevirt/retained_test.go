@@ -60,12 +60,12 @@ func TestOrphanedCRDsWithDataAreKept(t *testing.T) {
 		t.Fatal("the empty CRD was kept")
 	}
 	warned := false
-	for _, e := range s.events {
+	for _, e := range s.Events {
 		warned = warned || (e.Type == eventWarning && e.Reason == ReasonCRDsRetained && strings.Contains(e.Message, "1 VirtualMachineTemplates"))
 	}
 	cond := retainedCondition(s.retained)
 	if !warned || cond == nil || !strings.Contains(cond.Message, "virtualmachinetemplates.template.kubevirt.io (1 VirtualMachineTemplates") {
-		t.Fatalf("events %+v, condition %+v", s.events, cond)
+		t.Fatalf("events %+v, condition %+v", s.Events, cond)
 	}
 
 	// Every later pass still names it.

@@ -3,11 +3,11 @@ package kubevirt
 import (
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/certs"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/report"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/strategysource"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
@@ -15,7 +15,8 @@ import (
 // scope is one pass over the active KubeVirt CR: what its phases observed,
 // did and concluded. Phases write here and to other objects, never to the CR's
 // status: nextStatus derives the whole status from the previous one and the
-// scope, once, when the pass ends.
+// scope, once, when the pass ends. A phase's result is set only when the phase
+// completed, so nil tells "this phase did not conclude" from "it found nothing".
 type scope struct {
 	// kv is the CR as read; its Status is the previous status, read-only.
 	kv  *v1.KubeVirt
@@ -34,19 +35,11 @@ type scope struct {
 	// takes over; nil when the status is this operator's own.
 	takeover *takeover
 
-	// strategies are the install-strategy ConfigMaps (for the cache, the
-	// orphan scope and the clean-up).
-	strategies []corev1.ConfigMap
-	// strategyPlan is how the target's strategy is being obtained.
-	strategyPlan StrategyPlan
+	// strategies is the strategy phase's result; nil when it did not conclude.
+	strategies *strategysource.Result
 	// target is the target deployment, while its strategy is loaded; observed
 	// the deployment that last rolled out everywhere, when it differs.
 	target, observed *deployment
-	// accepted are the strategy ConfigMaps of target and observed, as
-	// status.installStrategies records them; strategiesRead says the strategy
-	// phase ran (else the previous record stands).
-	accepted       []v1.InstallStrategyRef
-	strategiesRead bool
 
 	// certs are the certificates the certificate phase filled and wrote; nil
 	// when there was no strategy to take them from.
@@ -71,14 +64,11 @@ type scope struct {
 	// deletion is where an uninstall stands (delete path only).
 	deletion *deletionOutcome
 
-	// problem is what stops the pass, as Degraded will say; the first one
-	// recorded wins, so a later phase never hides an earlier failure.
-	problem *problem
-	// events are what the phases did (a Job created, objects deleted, a
-	// rollout phase entered): emitted after the status patch.
-	events []kvEvent
-	// requeue is when to look again without an event (0: on events only).
-	requeue time.Duration
+	// Report holds the problem that stops the pass (as Degraded will say; the
+	// first one recorded wins, so a later phase never hides an earlier
+	// failure), the Events of what the phases did (emitted after the status
+	// patch) and when to look again without an event.
+	report.Report
 }
 
 // deployment is one deployment's strategy as the phases need it.
@@ -96,20 +86,10 @@ type deployment struct {
 }
 
 // problem is a Degraded condition's reason and message.
-type problem struct {
-	Reason, Message string
-	// Warning is the reason of the Warning Event a new problem sends; "" sends
-	// none (the virt-handler rollout sends its own, naming the crashed pod).
-	Warning string
-}
+type problem = report.Problem
 
 // kvEvent is an Event to emit on the CR.
-type kvEvent struct {
-	Type, Reason, Action, Message string
-	// transition: the Event tells of a change the status records, and is sent
-	// only once that status is written.
-	transition bool
-}
+type kvEvent = report.Event
 
 // deletionOutcome is where an uninstall stands.
 type deletionOutcome struct {
@@ -133,21 +113,13 @@ type preflightResult struct {
 }
 
 // fail records p unless a problem is recorded already.
-func (s *scope) fail(p problem) {
-	if s.problem == nil {
-		s.problem = &p
-	}
-}
+func (s *scope) fail(p problem) { s.Fail(p) }
 
 // emit records an Event of something a phase did, for after the status patch.
-func (s *scope) emit(typ, reason, action, message string) {
-	s.events = append(s.events, kvEvent{Type: typ, Reason: reason, Action: action, Message: message})
-}
+func (s *scope) emit(typ, reason, action, message string) { s.Emit(typ, reason, action, message) }
 
 // requeueAfter asks to look again within d (d ≤ 0 asks nothing).
-func (s *scope) requeueAfter(d time.Duration) {
-	s.requeue = minPositive(s.requeue, d)
-}
+func (s *scope) requeueAfter(d time.Duration) { s.RequeueAfter(d) }
 
 // wrote merges the generations of objects this pass wrote.
 func (s *scope) wrote(gens []v1.GenerationStatus) {
@@ -173,13 +145,4 @@ func (s *scope) failHandler(h handlerOutcome) {
 	}
 }
 
-func minPositive(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	default:
-		return min(a, b)
-	}
-}
+func minPositive(a, b time.Duration) time.Duration { return report.MinPositive(a, b) }

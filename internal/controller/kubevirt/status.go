@@ -46,8 +46,8 @@ func setNormal(next *v1.KubeVirtStatus, s *scope, operatorVersion string, now me
 	if s.handler != nil {
 		next.HandlerRollout = s.handler
 	}
-	if s.strategiesRead {
-		next.InstallStrategies = s.accepted
+	if s.strategies != nil {
+		next.InstallStrategies = s.strategies.Accepted
 	}
 	if pf := s.preflight; pf != nil {
 		next.Preflight = pf.status
@@ -73,8 +73,8 @@ func setNormal(next *v1.KubeVirtStatus, s *scope, operatorVersion string, now me
 // problem first, then rolled over, else in progress (held or not).
 func outcome(next *v1.KubeVirtStatus, s *scope) State {
 	switch {
-	case s.problem != nil:
-		return State{Kind: StateFailed, Reason: s.problem.Reason, Message: s.problem.Message, Created: s.created}
+	case s.Problem != nil:
+		return State{Kind: StateFailed, Reason: s.Problem.Reason, Message: s.Problem.Message, Created: s.created}
 	case s.rolledOver:
 		return State{Kind: StateAvailable, Created: true}
 	}

@@ -16,7 +16,8 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
-	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/strategy/trust"
 	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
@@ -89,31 +90,23 @@ func blockedSince(kv *v1.KubeVirt, now time.Time) time.Time {
 }
 
 // uninstallScope is what an uninstall lists: the kinds and namespaces of the
-// strategies in force (the observed deployment's, and the target's of an
-// upgrade under way), and the monitoring namespaces of every cached strategy.
-// Without such a strategy (never installed, or its ConfigMap unreadable) every
-// kind a strategy can hold is looked for, still namespaced. The last decoded
-// strategy is cached, so with one strategy in force a poll costs no decode.
+// strategies status.installStrategies records as accepted (the observed
+// deployment's, and the target's of an upgrade under way), and every namespace
+// monitoring may be in for the target's and the observed configs. Without such
+// a strategy (never installed, or its ConfigMap unreadable) every kind a
+// strategy can hold is looked for, still namespaced. The last decoded
+// strategies are cached, so a poll costs no decode.
 func (r *Reconciler) uninstallScope(ctx context.Context, kv *v1.KubeVirt) (apply.Scope, error) {
-	cms, _, err := r.listStrategyObjects(ctx)
+	inForce, complete, err := r.strategySource().Accepted(ctx, kv)
 	if err != nil {
 		return apply.Scope{}, err
 	}
-	var inForce []*strategy.Strategy
-	complete := true
-	for _, id := range []string{kv.Status.ObservedDeploymentID, kv.Status.TargetDeploymentID} {
-		cm := strategy.FindForID(cms, id)
-		if id == "" || cm == nil {
-			continue
-		}
-		s, err := r.decode(cm)
-		if err != nil {
-			complete = false
-			continue
-		}
-		inForce = append(inForce, s)
+	var cfgs []*deployid.Config
+	if target, err := deployid.Parse(kv.Status.TargetDeploymentConfig); err == nil && kv.Status.TargetDeploymentConfig != "" {
+		cfgs = append(cfgs, target)
 	}
-	scope := managedScope(r.Namespace, cms, inForce...)
+	cfgs = append(cfgs, observedConfig(kv))
+	scope := managedScope(r.Namespace, cfgs, inForce...)
 	if complete && len(inForce) > 0 {
 		scope.Kinds = apply.StrategyKinds(inForce...)
 	}
@@ -280,18 +273,30 @@ func crdTerminating(objs []client.Object) string {
 	return ""
 }
 
-// strategyLeftovers are the install-strategy ConfigMaps and Jobs.
+// strategyLeftovers are the install-strategy ConfigMaps and Jobs, and the
+// writer policy that guarded them.
 func (r *Reconciler) strategyLeftovers(ctx context.Context) ([]client.Object, error) {
-	cms, jobs, err := r.listStrategyObjects(ctx)
+	cms, jobs, err := r.strategySource().List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []client.Object
-	for _, cm := range strategy.Obsolete(cms, "", "") {
-		out = append(out, &cm)
+	for i := range cms {
+		if cms[i].DeletionTimestamp == nil {
+			out = append(out, &cms[i])
+		}
 	}
 	for i := range jobs {
 		out = append(out, &jobs[i])
+	}
+	policy, binding := trust.WriterPolicy(r.Namespace, r.ServiceAccount)
+	for _, o := range []client.Object{policy, binding} {
+		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(o), o); {
+		case err == nil:
+			out = append(out, o)
+		case !isNotFound(err):
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/controller/coalesce"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/preflight"
+	"github.com/virt-operator/virt-operator/internal/strategy/dumpjob"
 )
 
 // WatchedKinds are the managed kinds whose changes bring the operator back:
@@ -170,7 +171,7 @@ var notStatusOnly = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 
 func isStrategyObject(o client.Object) bool {
 	_, isStrategyCM := o.GetLabels()[metadata.InstallStrategyLabel]
-	return isStrategyCM || o.GetLabels()[metadata.AppLabel] == strategyDumperLabel
+	return isStrategyCM || o.GetLabels()[metadata.AppLabel] == dumpjob.AppLabelValue
 }
 
 // activeRequest maps any event to the active KubeVirt CR.

@@ -4,10 +4,15 @@
 // binary, from ../shared/upstream, on the sandbox's Job runner), then upgrades it to
 // v1.8.4 and v1.9.0, which the builtin generator renders. Asked for v1.9.0 straight
 // from v1.7.4 first, the preflight holds the skip of a minor and names the hop.
+//
+// A strategy planted for the delegated release before the install (granting
+// everything to every user) is refused and never applied, and once the writer
+// policy is in force the API server refuses any further plant while the Job runs.
 package delegation_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,15 +20,20 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/strategysource"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/operator"
@@ -31,6 +41,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/strategy/trust"
 )
 
 const (
@@ -80,9 +91,11 @@ func TestUnknownReleaseFromItsOwnOperatorThenUpgrades(t *testing.T) {
 	}
 
 	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: namespace}, Spec: v1.KubeVirtSpec{ImageTag: "v1.7.4"}}
+	plantedCM := plant(t, c, kv, "kubevirt-install-strategy-planted")
 	if err := c.Create(t.Context(), kv); err != nil {
 		t.Fatal(err)
 	}
+	refusedPlant(t, c, kv, plantedCM)
 	setTag := func(version string) {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := c.Get(t.Context(), client.ObjectKeyFromObject(kv), kv); err != nil {
@@ -208,11 +221,82 @@ func checkRunning(t *testing.T, c client.Client, version string) {
 	if img := ds.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":"+version) {
 		t.Errorf("virt-handler runs %s on %s", img, version)
 	}
-	s := &corev1.ConfigMapList{}
-	_ = c.List(t.Context(), s, client.InNamespace(namespace), client.HasLabels{metadata.InstallStrategyLabel})
-	for _, cm := range s.Items {
-		if meta, _ := strategy.Meta(&cm); meta.Version == version && !meta.MonitorRecorded {
-			t.Errorf("the strategy ConfigMap %s of %s records no monitoring namespace", cm.Name, version)
+	role := &rbacv1.ClusterRole{}
+	if err := c.Get(t.Context(), client.ObjectKey{Name: "kubevirt.io:default"}, role); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, "*") || slices.Contains(r.Verbs, "*") {
+			t.Errorf("kubevirt.io:default grants %+v on %s: a planted strategy was applied", r, version)
 		}
 	}
+}
+
+// plant creates, before the install, a strategy ConfigMap claiming kv's
+// deployment ID that grants everything to every authenticated user: what
+// anyone who may write ConfigMaps in the namespace could do.
+func plant(t *testing.T, c client.Client, kv *v1.KubeVirt, name string) *corev1.ConfigMap {
+	t.Helper()
+	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{deployid.EnvVirtOperatorImage: ownImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &strategy.Strategy{}
+	for _, o := range []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt.io:default"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt.io:default"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubevirt.io:default"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}}},
+	} {
+		if err := s.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm, err := strategy.Encode(s, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Name = name
+	if err := c.Create(t.Context(), cm); err != nil {
+		t.Fatalf("planting %s before the install: %v", name, err)
+	}
+	return cm
+}
+
+// refusedPlant: the ConfigMap planted before the install is deleted and named
+// in a Warning; once the operator's writer policy is in force, a ConfigMap
+// planted while the strategy Job runs is refused by the API server itself.
+func refusedPlant(t *testing.T, c client.Client, kv *v1.KubeVirt, planted *corev1.ConfigMap) {
+	t.Helper()
+	sandboxtest.Eventually(t, 2*time.Minute, "the planted strategy refused", func() (bool, error) {
+		err := c.Get(t.Context(), client.ObjectKeyFromObject(planted), &corev1.ConfigMap{})
+		if !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("%s still there (%v)", planted.Name, err)
+		}
+		events := &eventsv1.EventList{}
+		if err := c.List(t.Context(), events, client.InNamespace(namespace)); err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Reason == strategysource.ReasonUntrusted && ev.Type == corev1.EventTypeWarning && strings.Contains(ev.Note, planted.Name) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no %s Warning names %s", strategysource.ReasonUntrusted, planted.Name)
+	})
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	sandboxtest.Eventually(t, 2*time.Minute, "the writer policy in force", func() (bool, error) {
+		if err := c.Get(t.Context(), client.ObjectKey{Name: trust.WriterPolicyName(namespace)}, policy); err != nil {
+			return false, err
+		}
+		again := planted.DeepCopy()
+		again.ResourceVersion, again.Name = "", planted.Name+"-during-the-job"
+		err := c.Create(t.Context(), again)
+		if err == nil {
+			_ = c.Delete(t.Context(), again)
+			return false, errors.New("a ConfigMap was planted while the writer policy is in force")
+		}
+		return strings.Contains(err.Error(), "written only by the install-strategy Job"), err
+	})
 }

@@ -27,12 +27,12 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/config/rbac"
-	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/sandbox"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/strategy/dumpjob"
 	"github.com/virt-operator/virt-operator/internal/strategy/strategydiff"
 )
 
@@ -183,7 +183,7 @@ func dump(t *testing.T, c client.Client, cfg *deployid.Config, image string) *st
 	ctx := t.Context()
 	withImage := cfg.DeepCopy()
 	withImage.VirtOperatorImage = image
-	job := kubevirt.StrategyJob(withImage, rbac.StrategyDumperServiceAccount, 0)
+	job := dumpjob.New(withImage, rbac.StrategyDumperServiceAccount, 0)
 	if err := c.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func dump(t *testing.T, c client.Client, cfg *deployid.Config, image string) *st
 		if err := c.Get(ctx, client.ObjectKeyFromObject(job), got); err != nil {
 			return false, err
 		}
-		if o := kubevirt.OutcomeOf(got); o.Failed {
+		if o := dumpjob.OutcomeOf(got); o.Failed {
 			t.Fatalf("the install-strategy Job with %s failed: %s", image, o.Message)
 		}
 		return false, nil

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
-	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/strategysource"
 	"github.com/virt-operator/virt-operator/internal/operator"
 )
 
@@ -25,7 +25,7 @@ func TestStrategyJobWithoutItsServiceAccountIsDegraded(t *testing.T) {
 	e.createKubeVirt(v1.KubeVirtSpec{})
 	e.eventually("Degraded naming the missing ServiceAccount", time.Minute, func() (bool, error) {
 		d := condition(e.kubeVirt(), v1.KubeVirtConditionDegraded)
-		return d != nil && d.Status == corev1.ConditionTrue && d.Reason == kubevirt.ReasonStrategyJobBlocked &&
+		return d != nil && d.Status == corev1.ConditionTrue && d.Reason == strategysource.ReasonJobBlocked &&
 			strings.Contains(d.Message, `serviceaccount "`+missing+`" not found`), nil
 	})
 	kv := e.kubeVirt()

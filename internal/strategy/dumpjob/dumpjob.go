@@ -1,4 +1,8 @@
-package kubevirt
+// Package dumpjob owns the install-strategy Job: the Job that generates a
+// deployment's strategy by running a virt-operator image in upstream's
+// --dump-install-strategy mode, its deterministic name, its attempts and their
+// backoff, and how a finished one is read.
+package dumpjob
 
 import (
 	"fmt"
@@ -18,23 +22,27 @@ import (
 
 // Strings of the install-strategy Job, as upstream names them.
 const (
-	strategyJobPrefix   = "virt-operator-install-strategy-"
-	strategyDumperLabel = "virt-operator-strategy-dumper"
-	// attemptAnnotation counts failed Jobs for one deployment ID, for the backoff.
-	attemptAnnotation = "virt-operator.kubevirt.io/strategy-attempt"
+	// NamePrefix starts every strategy Job's name (and so its pods').
+	NamePrefix = "virt-operator-install-strategy-"
+	// AppLabelValue is the Job's and its pods' metadata.AppLabel.
+	AppLabelValue = "virt-operator-strategy-dumper"
+	// AttemptAnnotation counts failed Jobs for one deployment ID, for the backoff.
+	AttemptAnnotation = "virt-operator.kubevirt.io/strategy-attempt"
+	// IDPrefixLength is how much of the deployment ID a Job's name holds.
+	IDPrefixLength = 16
 )
 
-// StrategyJob is the Job that generates and stores the install strategy of cfg,
+// New is the Job that generates and stores the install strategy of cfg,
 // speaking upstream's protocol so that any release's operator image can be its
 // image: it runs `virt-operator --dump-install-strategy` with the config in
 // upstream's shape in TARGET_DEPLOYMENT_CONFIG. The image is cfg.VirtOperatorImage:
 // this operator's own for a release the builtin generator knows, the release's own
 // operator otherwise (deployid.setImages). The Job carries the deployment ID in its
 // identifier annotation so the operator finds it again after a restart, and its
-// name is StrategyJobName's, so one attempt is never created twice.
-func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batchv1.Job {
+// name is Name's, so one attempt is never created twice.
+func New(cfg *deployid.Config, serviceAccount string, attempt int) *batchv1.Job {
 	labels := map[string]string{
-		metadata.AppLabel:             strategyDumperLabel,
+		metadata.AppLabel:             AppLabelValue,
 		metadata.ManagedByLabel:       metadata.ManagedByValue,
 		metadata.InstallStrategyLabel: "",
 	}
@@ -42,7 +50,7 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 		metadata.InstallStrategyIdentifierAnnotation: cfg.ID,
 		metadata.InstallStrategyVersionAnnotation:    cfg.KubeVirtVersion,
 		metadata.InstallStrategyRegistryAnnotation:   cfg.Registry,
-		attemptAnnotation:                            strconv.Itoa(attempt),
+		AttemptAnnotation:                            strconv.Itoa(attempt),
 	}
 	image := cfg.Image(deployid.Operator)
 	env := append([]corev1.EnvVar{
@@ -79,7 +87,7 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        StrategyJobName(cfg.ID, attempt),
+			Name:        Name(cfg.ID, attempt),
 			Namespace:   cfg.Namespace,
 			Labels:      labels,
 			Annotations: annotations,
@@ -89,7 +97,7 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 			ActiveDeadlineSeconds: ptr.To[int64](600),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-					metadata.AppLabel: strategyDumperLabel,
+					metadata.AppLabel: AppLabelValue,
 					"np.kubevirt.io/allow-access-cluster-services": "true",
 				}},
 				Spec: pod,
@@ -98,15 +106,15 @@ func StrategyJob(cfg *deployid.Config, serviceAccount string, attempt int) *batc
 	}
 }
 
-// StrategyJobName names the Job of one attempt for one deployment ID: the
+// Name names the Job of one attempt for one deployment ID: the
 // prefix, the ID's first 16 characters and the attempt (at most 52 characters,
 // within the 63 a Job's name may have for its pods' job-name label).
-func StrategyJobName(id string, attempt int) string {
-	return fmt.Sprintf("%s%.16s-%d", strategyJobPrefix, id, attempt)
+func Name(id string, attempt int) string {
+	return fmt.Sprintf("%s%.*s-%d", NamePrefix, IDPrefixLength, id, attempt)
 }
 
-// JobOutcome is where an install-strategy Job stands.
-type JobOutcome struct {
+// Outcome is where an install-strategy Job stands.
+type Outcome struct {
 	// JobName is the Job's name.
 	JobName          string
 	Finished, Failed bool
@@ -117,23 +125,23 @@ type JobOutcome struct {
 }
 
 // OutcomeOf reads a Job's terminal conditions.
-func OutcomeOf(job *batchv1.Job) JobOutcome {
+func OutcomeOf(job *batchv1.Job) Outcome {
 	for _, c := range job.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
 		}
 		switch c.Type {
 		case batchv1.JobComplete:
-			return JobOutcome{JobName: job.Name, Finished: true, FinishedAt: c.LastTransitionTime.Time}
+			return Outcome{JobName: job.Name, Finished: true, FinishedAt: c.LastTransitionTime.Time}
 		case batchv1.JobFailed:
 			msg := c.Message
 			if msg == "" {
 				msg = c.Reason
 			}
-			return JobOutcome{JobName: job.Name, Finished: true, Failed: true, Message: msg, FinishedAt: c.LastTransitionTime.Time}
+			return Outcome{JobName: job.Name, Finished: true, Failed: true, Message: msg, FinishedAt: c.LastTransitionTime.Time}
 		}
 	}
-	return JobOutcome{JobName: job.Name}
+	return Outcome{JobName: job.Name}
 }
 
 // PodFailureMessage is the termination message of a Job's failed container:
@@ -151,7 +159,7 @@ func PodFailureMessage(pods []corev1.Pod) string {
 
 // Attempt is how many strategy Jobs have already been tried for this ID.
 func Attempt(job *batchv1.Job) int {
-	n, _ := strconv.Atoi(job.Annotations[attemptAnnotation])
+	n, _ := strconv.Atoi(job.Annotations[AttemptAnnotation])
 	return n
 }
 

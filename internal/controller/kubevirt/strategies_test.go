@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,66 +21,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/strategysource"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/diagnose"
+	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/strategy"
+	"github.com/virt-operator/virt-operator/internal/strategy/dumpjob"
 )
 
 const noSuchAccount = `Error creating: pods "virt-operator-install-strategy-abc-" is forbidden: error looking up service account kubevirt/virt-operator: serviceaccount "virt-operator" not found`
 
-func jobPod(name string, mutate func(*corev1.Pod)) corev1.Pod {
-	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: name,
-		Labels: map[string]string{batchv1.JobNameLabel: "virt-operator-install-strategy-abc"}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending}}
-	mutate(&p)
-	return p
-}
-
 func jobEvent(name string, uid types.UID, reason, message string, at time.Time) corev1.Event {
 	return corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: name},
 		InvolvedObject: corev1.ObjectReference{Kind: "Job", Name: "virt-operator-install-strategy-abc", UID: uid},
-		Type:           corev1.EventTypeWarning, Reason: reason, Message: message, LastTimestamp: metav1.NewTime(at)}
-}
-
-func TestJobStartProblem(t *testing.T) {
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-operator-install-strategy-abc", UID: "job-uid"}}
-	unschedulable := jobPod("p1", func(p *corev1.Pod) {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-			Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."}}
-	})
-	pullError := jobPod("p2", func(p *corev1.Pod) {
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "install-strategy-upload",
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "quay.io/kubevirt/virt-operator:v9"`}}}}
-	})
-	starting := jobPod("p3", func(p *corev1.Pod) {
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "install-strategy-upload",
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
-	})
-	failed := jobPod("p4", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
-	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		name   string
-		pods   []corev1.Pod
-		events []corev1.Event
-		want   string
-	}{
-		{"nothing yet", nil, nil, ""},
-		{"a pod starting", []corev1.Pod{starting}, nil, ""},
-		{"unschedulable", []corev1.Pod{unschedulable}, nil, "pod p1 cannot be scheduled: 0/3 nodes are available"},
-		{"the image cannot be pulled", []corev1.Pod{pullError}, nil, `pod p2 cannot start container install-strategy-upload: ImagePullBackOff: Back-off pulling image "quay.io/kubevirt/virt-operator:v9"`},
-		{"no pod, the Job controller refused: the latest refusal", []corev1.Pod{failed}, []corev1.Event{
-			jobEvent("e2", "job-uid", "FailedCreate", noSuchAccount, t0.Add(time.Second)),
-			jobEvent("e1", "job-uid", "FailedCreate", "an older refusal", t0),
-		}, "Job virt-operator-install-strategy-abc cannot create its pod: " + noSuchAccount},
-		{"another Job's refusal", nil, []corev1.Event{jobEvent("e1", "other-uid", "FailedCreate", noSuchAccount, t0)}, ""},
-		{"a live pod outweighs an old refusal", []corev1.Pod{starting}, []corev1.Event{jobEvent("e1", "job-uid", "FailedCreate", noSuchAccount, t0)}, ""},
-		{"not a refusal", nil, []corev1.Event{jobEvent("e1", "job-uid", "SuccessfulCreate", "Created pod", t0)}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := JobStartProblem(job, tc.pods, tc.events)
-			if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
+		Type:           corev1.EventTypeWarning, Reason: reason, Message: message, LastTimestamp: metav1.NewTime(at),
+		Source: corev1.EventSource{Component: diagnose.JobController}}
 }
 
 // The controller shell: a strategy Job whose pod the API refuses sets Degraded
@@ -94,7 +49,7 @@ func TestReconcileReportsAStrategyJobThatCannotStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := StrategyJob(cfg, "virt-operator", 0)
+	job := dumpjob.New(cfg, "virt-operator", 0)
 	job.UID = "job-uid"
 	refusal := jobEvent("e1", job.UID, "FailedCreate", noSuchAccount, now)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(kv, job, &refusal).
@@ -110,27 +65,27 @@ func TestReconcileReportsAStrategyJobThatCannotStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.RequeueAfter != jobCheckInterval {
-		t.Fatalf("requeue after %v, want %v", res.RequeueAfter, jobCheckInterval)
+	if res.RequeueAfter != 2*time.Second {
+		t.Fatalf("requeue after %v, want %v", res.RequeueAfter, 2*time.Second)
 	}
 	got := &v1.KubeVirt{}
 	if err := c.Get(context.Background(), key, got); err != nil {
 		t.Fatal(err)
 	}
 	d := findCondition(got.Status.Conditions, v1.KubeVirtConditionDegraded)
-	if d == nil || d.Status != corev1.ConditionTrue || d.Reason != ReasonStrategyJobBlocked ||
+	if d == nil || d.Status != corev1.ConditionTrue || d.Reason != strategysource.ReasonJobBlocked ||
 		!strings.Contains(d.Message, `serviceaccount "virt-operator" not found`) {
-		t.Fatalf("Degraded = %+v, want True, %s, naming the missing ServiceAccount", d, ReasonStrategyJobBlocked)
+		t.Fatalf("Degraded = %+v, want True, %s, naming the missing ServiceAccount", d, strategysource.ReasonJobBlocked)
 	}
 	close(rec.Events)
 	var seen []string
 	for ev := range rec.Events {
-		if strings.HasPrefix(ev, "Warning "+ReasonStrategyJobBlocked) {
+		if strings.HasPrefix(ev, "Warning "+strategysource.ReasonJobBlocked) {
 			return
 		}
 		seen = append(seen, ev)
 	}
-	t.Fatalf("no Warning %s among %q", ReasonStrategyJobBlocked, seen)
+	t.Fatalf("no Warning %s among %q", strategysource.ReasonJobBlocked, seen)
 }
 
 // Unhappy paths of the strategy Job: a Job the cache does not show yet is not
@@ -214,46 +169,52 @@ func TestStrategyJobDeletedOrRefused(t *testing.T) {
 	}
 }
 
-// A DaemonSet short of pods names its latest recent FailedCreate, and asks the
-// API server for FailedCreate Events only: during a rollout its controller
-// writes an Event for every pod it creates or deletes.
-func TestDaemonSetRefusedListsOnlyRefusals(t *testing.T) {
-	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-handler", UID: "ds-uid"},
-		Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, CurrentNumberScheduled: 2}}
-	event := func(name, reason, message string, age time.Duration) *corev1.Event {
-		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: name},
-			InvolvedObject: corev1.ObjectReference{Kind: "DaemonSet", Name: ds.Name, UID: ds.UID},
-			Type:           corev1.EventTypeWarning, Reason: reason, Message: message, LastTimestamp: metav1.NewTime(now.Add(-age))}
+// A ConfigMap planted for the target's ID, with the strategy's label and
+// annotations and a kubevirt.io:default granting everything, is never applied:
+// it is deleted with a Warning naming it, and the operator generates the
+// strategy itself.
+func TestPlantedStrategyIsNeverApplied(t *testing.T) {
+	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt", Finalizers: []string{metadata.KubeVirtFinalizer}},
+		Spec: v1.KubeVirtSpec{ImageTag: "v1.9.0"}}
+	cfg, err := deployid.FromKubeVirt(kv, operatorEnv)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var selectors []string
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).
-		WithObjects(event("created", "SuccessfulCreate", "Created pod: virt-handler-x", time.Minute),
-			event("refused", "FailedCreate", "pods is forbidden: exceeded quota", 2*time.Minute),
-			event("stale", "FailedCreate", "an old refusal", time.Hour)).
+	evil := &strategy.Strategy{}
+	if err := evil.Add(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt.io:default"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	planted, err := strategy.Encode(evil, cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted.Name = "kubevirt-install-strategy-planted"
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(kv, planted).WithStatusSubresource(&v1.KubeVirt{}).
 		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
 			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
-		}).
-		WithIndex(&corev1.Event{}, "reason", func(o client.Object) []string { return []string{o.(*corev1.Event).Reason} }).
-		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			o := &client.ListOptions{}
-			o.ApplyOptions(opts)
-			if o.FieldSelector != nil {
-				selectors = append(selectors, o.FieldSelector.String())
-			}
-			return c.List(ctx, list, opts...)
-		}}).Build()
-	r := &Reconciler{Client: c, APIReader: c}
-	got, err := r.daemonSetRefused(context.Background(), ds, now)
-	if err != nil || got != "pods is forbidden: exceeded quota" {
-		t.Errorf("refused = %q, %v", got, err)
+		}).Build()
+	rec := events.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, APIReader: c, Namespace: "kubevirt", Env: operatorEnv, ServiceAccount: "virt-operator",
+		Clock: clocktesting.NewFakePassiveClock(t0), Recorder: rec}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(kv)}); err != nil {
+		t.Fatal(err)
 	}
-	if len(selectors) != 1 || !strings.Contains(selectors[0], "reason=FailedCreate") {
-		t.Errorf("field selectors %q: want the FailedCreate ones only", selectors)
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(planted), &corev1.ConfigMap{}); err == nil {
+		t.Fatal("the planted ConfigMap is still there")
 	}
-	full := ds.DeepCopy()
-	full.Status.CurrentNumberScheduled = 3
-	if got, err := r.daemonSetRefused(context.Background(), full, now); got != "" || err != nil || len(selectors) != 1 {
-		t.Errorf("a DaemonSet with every pod: %q, %v, %d lists", got, err, len(selectors))
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "kubevirt.io:default"}, &rbacv1.ClusterRole{}); err == nil {
+		t.Fatal("the planted strategy was applied")
 	}
+	jobs := &batchv1.JobList{}
+	if err := c.List(context.Background(), jobs); err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("%d strategy Jobs (%v): want the strategy generated by the operator's own Job", len(jobs.Items), err)
+	}
+	close(rec.Events)
+	for ev := range rec.Events {
+		if strings.HasPrefix(ev, "Warning "+strategysource.ReasonUntrusted) && strings.Contains(ev, planted.Name) {
+			return
+		}
+	}
+	t.Fatal("no Warning names the planted ConfigMap")
 }
