@@ -16,10 +16,10 @@ import (
 	"strconv"
 	"strings"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/version"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
@@ -124,25 +124,17 @@ func Deprecated(r *release.Release, kv *v1.KubeVirt) v1.PreflightCheck {
 	return c
 }
 
-// RemovedCRDs names the managed CRDs (live, by name) the target no longer has,
-// and what becomes of each: one whose objects are user data (objects, by CRD
-// name: "3 VirtualMachineTemplates") is kept after the rollout, an empty one
-// deleted. It never blocks: nothing is lost either way.
-func RemovedCRDs(live []string, target []*apiextensionsv1.CustomResourceDefinition, objects map[string]string) v1.PreflightCheck {
+// RemovedCRDs names the managed CRDs the target no longer has (removed, by
+// name) and what becomes of each, as package apply's DecideCRD says: an empty
+// one is deleted; one that holds user objects, or whose objects cannot be
+// counted, is kept; a kept one the CR's delete-retained annotation names is
+// deleted only while it holds no more objects than when it was kept. It never
+// blocks: nothing is lost either way.
+func RemovedCRDs(removed map[string]apply.CRDData) v1.PreflightCheck {
 	c := v1.PreflightCheck{Name: CheckRemovedCRDs, State: Passed, Message: "none"}
-	kept := map[string]bool{}
-	for _, crd := range target {
-		kept[crd.Name] = true
-	}
 	var parts []string
-	for _, name := range live {
-		switch {
-		case kept[name]:
-		case objects[name] != "":
-			parts = append(parts, name+" kept for its data ("+objects[name]+")")
-		default:
-			parts = append(parts, name+" deleted (no objects)")
-		}
+	for name, d := range removed {
+		parts = append(parts, name+" "+d.Describe())
 	}
 	if len(parts) > 0 {
 		sort.Strings(parts)
