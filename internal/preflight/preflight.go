@@ -3,8 +3,9 @@
 // release supports the cluster's Kubernetes, the target's
 // images can be pulled on the nodes (a short pre-pull pod per node pool), the
 // CRD changes keep every stored version served, the CRDs the target drops are
-// named with what becomes of their objects, and GA feature gates the CR still
-// lists are named. The checks are pure functions of what was observed; the KubeVirt
+// named with what becomes of their objects, a delegated target's CRDs whose
+// objects the operator may not list (so cannot count) are named, and GA
+// feature gates the CR still lists are named. The checks are pure functions of what was observed; the KubeVirt
 // controller runs the pre-pull pods, records the results in
 // status.preflight and the Upgradeable condition, and holds the upgrade while
 // a check fails or runs, unless the CR's skip annotation names it.
@@ -31,6 +32,7 @@ const (
 	CheckStoredVersions = "CRDStoredVersions"
 	CheckDeprecated     = "DeprecatedFields"
 	CheckRemovedCRDs    = "RemovedCRDs"
+	CheckCountable      = "CountableCRDs"
 )
 
 // SkipAnnotation on the KubeVirt CR lists checks (comma-separated) whose
@@ -143,6 +145,31 @@ func RemovedCRDs(removed map[string]apply.CRDData) v1.PreflightCheck {
 	return c
 }
 
+// CountableCRDs names the target's CRDs whose objects the operator may not
+// list (unlistable, by name), so cannot count: a release delegated to its own
+// operator image may add kinds the RBAC generated for the builtin releases
+// does not grant. Their counts are unknown, never 0: an uninstall under
+// BlockUninstallIfWorkloadsExist is refused, and such a CRD is kept whenever a
+// later target drops it. err is why the operator could not ask. It never
+// blocks: nothing is lost.
+func CountableCRDs(unlistable []string, err error) v1.PreflightCheck {
+	c := v1.PreflightCheck{Name: CheckCountable, State: Passed, Message: "the operator may list the objects of every CRD of the target"}
+	switch {
+	case err != nil:
+		c.Message = "not checked: " + err.Error()
+	case len(unlistable) > 0:
+		var rules []string
+		for _, name := range sorted(unlistable) {
+			resource, group, _ := strings.Cut(name, ".")
+			rules = append(rules, fmt.Sprintf("%s (list on resource %s in API group %s)", name, resource, group))
+		}
+		c.Message = "the operator may not list the objects of " + strings.Join(rules, ", ") +
+			": it cannot count them, so an uninstall under BlockUninstallIfWorkloadsExist is refused while its ClusterRole lacks these rules, " +
+			"and a CRD among them that a later target drops is kept"
+	}
+	return c
+}
+
 // IsSkipped reports whether the CR's annotation skips the named check.
 func IsSkipped(kv *v1.KubeVirt, name string) bool {
 	for _, s := range strings.Split(kv.Annotations[SkipAnnotation], ",") {
@@ -176,7 +203,7 @@ func unknownSkips(kv *v1.KubeVirt) string {
 	var unknown []string
 	for _, s := range strings.Split(kv.Annotations[SkipAnnotation], ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "", "all", CheckUpgradePath, CheckKubernetes, CheckImages, CheckStoredVersions, CheckDeprecated, CheckRemovedCRDs:
+		case "", "all", CheckUpgradePath, CheckKubernetes, CheckImages, CheckStoredVersions, CheckDeprecated, CheckRemovedCRDs, CheckCountable:
 		default:
 			unknown = append(unknown, strconv.Quote(s))
 		}

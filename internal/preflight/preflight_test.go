@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,25 @@ func TestRemovedCRDs(t *testing.T) {
 	}
 	if c := RemovedCRDs(nil); c.Message != "none" {
 		t.Fatalf("nothing removed: %+v", c)
+	}
+}
+
+// CountableCRDs names the target's CRDs the operator may not list, with the
+// rule to add; it never blocks.
+func TestCountableCRDs(t *testing.T) {
+	c := CountableCRDs([]string{"virtualmachinesnapshotschedules.snapshot.kubevirt.io"}, nil)
+	if c.State != Passed || !strings.Contains(c.Message, "virtualmachinesnapshotschedules.snapshot.kubevirt.io (list on resource virtualmachinesnapshotschedules in API group snapshot.kubevirt.io)") ||
+		!strings.Contains(c.Message, "BlockUninstallIfWorkloadsExist is refused") {
+		t.Errorf("%+v", c)
+	}
+	if c := CountableCRDs(nil, nil); c.State != Passed || !strings.Contains(c.Message, "every CRD") {
+		t.Errorf("all listable: %+v", c)
+	}
+	if c := CountableCRDs(nil, errors.New("forbidden")); c.State != Passed || c.Message != "not checked: forbidden" {
+		t.Errorf("not asked: %+v", c)
+	}
+	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{SkipAnnotation: CheckCountable}}}
+	if ok, _, msg := Verdict(kv, []v1.PreflightCheck{{Name: CheckKubernetes, State: Failed}}); ok || strings.Contains(msg, "names no check") {
+		t.Errorf("%s is a check the skip annotation may name: %s", CheckCountable, msg)
 	}
 }

@@ -39,7 +39,8 @@ import (
 
 // The guard lists the objects of every managed CRD, metadata only: the
 // permissions are generated for the builtin releases' CRDs (hack/rbacgen). A
-// delegated release's new kind is not granted: it counts as unknown.
+// delegated release's new kind is not granted: it counts as unknown, and the
+// upgrade's preflight names it with the permission to add (Unlistable).
 
 // Kind is one kind of user data: the resource an uninstall deletes with its CRD.
 type Kind struct {

@@ -3,10 +3,12 @@ package workloads
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,5 +220,41 @@ func TestInRemovedCRDs(t *testing.T) {
 	}
 	if n, held, unknown := counts.For(vms.Name); unknown != "not counted" || n != 0 || held != "" {
 		t.Fatalf("a CRD not counted: %d, %q, %q", n, held, unknown)
+	}
+}
+
+// Unlistable asks the API server, per CRD, whether the operator may list its
+// objects, and names those it may not.
+func TestUnlistable(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := authorizationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).Build(), interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			review := obj.(*authorizationv1.SelfSubjectAccessReview)
+			a := review.Spec.ResourceAttributes
+			asked = append(asked, a.Verb+" "+a.Resource+"."+a.Group)
+			review.Status.Allowed = a.Group != "schedule.kubevirt.io"
+			return nil
+		},
+	})
+	schedules := crdOf(schema.GroupVersionKind{Group: "schedule.kubevirt.io", Version: "v1alpha1", Kind: "VirtualMachineSnapshotSchedule"}, apiextensionsv1.NamespaceScoped, true)
+	crds := []*apiextensionsv1.CustomResourceDefinition{crdOf(vmGVK, apiextensionsv1.NamespaceScoped, true), schedules, crdOf(migGVK, apiextensionsv1.NamespaceScoped, true)}
+	got, err := Unlistable(context.Background(), c, crds)
+	if err != nil || len(got) != 1 || got[0] != schedules.Name {
+		t.Fatalf("%v, %v: want the schedules' CRD", got, err)
+	}
+	if want := []string{"list virtualmachines.kubevirt.io", "list virtualmachinesnapshotschedules.schedule.kubevirt.io"}; !slices.Equal(asked, want) {
+		t.Errorf("asked %v, want %v (migrations are no user data)", asked, want)
+	}
+	failing := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).Build(), interceptor.Funcs{
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			return errors.New("forbidden")
+		},
+	})
+	if _, err := Unlistable(context.Background(), failing, crds); err == nil || !strings.Contains(err.Error(), "virtualmachines.kubevirt.io: forbidden") {
+		t.Errorf("a review that fails: %v", err)
 	}
 }

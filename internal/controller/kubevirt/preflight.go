@@ -144,6 +144,10 @@ func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *
 	checks = append(checks, preflight.RemovedCRDs(apply.DataOfEach(removed, counts.For, apply.DeleteRetainedNames(kv.Annotations))))
 	if known {
 		checks = append(checks, preflight.Deprecated(rel, kv))
+	} else {
+		// The RBAC is generated for the builtin releases' CRDs; a delegated
+		// release's new kinds are not granted.
+		checks = append(checks, preflight.CountableCRDs(workloads.Unlistable(ctx, r.Client, s.CRDs)))
 	}
 	return checks, nil
 }

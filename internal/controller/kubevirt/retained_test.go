@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -318,11 +319,20 @@ func TestAnOrphanedCRDThatCannotBeCountedIsKept(t *testing.T) {
 }
 
 // An upgrade's preflight says what becomes of the CRDs the target drops, the
-// CR's delete-retained annotation read.
+// CR's delete-retained annotation read; for a release delegated to its own
+// operator image it also names the target's CRDs the operator may not list.
 func TestPreflightSaysWhatBecomesOfTheUserData(t *testing.T) {
 	schedules := userCRD(schema.GroupVersionKind{Group: "schedule.kubevirt.io", Version: "v1alpha1", Kind: "VirtualMachineSnapshotSchedule"},
 		"virtualmachinesnapshotschedules", apiextensionsv1.NamespaceScoped, nil)
-	e := newRetainEnv(t, templatesCRD, interceptor.Funcs{}, retainedTemplatesCRD("1"), userObject(templateGVK, "team-a", "fedora"), userObject(templateGVK, "team-a", "centos"))
+	e := newRetainEnv(t, templatesCRD, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if review, ok := obj.(*authorizationv1.SelfSubjectAccessReview); ok {
+				review.Status.Allowed = review.Spec.ResourceAttributes.Group != "schedule.kubevirt.io"
+				return nil
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}, retainedTemplatesCRD("1"), userObject(templateGVK, "team-a", "fedora"), userObject(templateGVK, "team-a", "centos"))
 	e.r.Clock = clocktesting.NewFakePassiveClock(time.Now())
 	target := &strategy.Strategy{}
 	if err := target.Add(schedules); err != nil {
@@ -339,5 +349,8 @@ func TestPreflightSaysWhatBecomesOfTheUserData(t *testing.T) {
 	}
 	if m := says[preflight.CheckRemovedCRDs]; !strings.Contains(m, templatesCRD+" kept for its data (2 VirtualMachineTemplates): it held 1 when it was kept") {
 		t.Errorf("RemovedCRDs: %q", m)
+	}
+	if m := says[preflight.CheckCountable]; !strings.Contains(m, "virtualmachinesnapshotschedules.schedule.kubevirt.io (list on resource virtualmachinesnapshotschedules in API group schedule.kubevirt.io)") {
+		t.Errorf("CountableCRDs: %q", m)
 	}
 }
