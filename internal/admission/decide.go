@@ -73,12 +73,23 @@ func (v *Validator) Update(ctx context.Context, old, kv *v1.KubeVirt) Verdict {
 
 // Delete refuses to uninstall a deployed KubeVirt whose uninstallStrategy is
 // BlockUninstallIfWorkloadsExist (also when unset: the default) while workloads
-// exist: the deletion would take every VM with the CRDs.
-func Delete(kv *v1.KubeVirt, counts workloads.Counts) Verdict {
+// exist, or may exist: the deletion would take every VM with the CRDs. count
+// is called only for such a delete, so a kind that cannot be counted blocks no
+// other; a count that fails, or a kind it could not count, refuses the delete,
+// naming why and the override.
+func Delete(kv *v1.KubeVirt, count func() (workloads.Counts, error)) Verdict {
 	if kv.Spec.UninstallStrategy == v1.UninstallStrategyRemoveWorkloads || kv.Status.Phase != v1.KubeVirtPhaseDeployed {
 		return allow()
 	}
-	if counts.Total() == 0 {
+	counts, err := count()
+	switch {
+	case err != nil:
+		return refuse("Rejecting the uninstall request, since the KubeVirt related workloads cannot be counted: %v. "+
+			"Set uninstallStrategy: RemoveWorkloads to uninstall KubeVirt with whatever workloads exist.", err)
+	case len(counts.Unknown()) > 0:
+		return refuse("Rejecting the uninstall request, since there may still be workloads present: %s. "+
+			"Either delete all KubeVirt related workloads and let virt-operator count them, or change the uninstall strategy to RemoveWorkloads before uninstalling KubeVirt.", counts)
+	case counts.Total() == 0:
 		return allow()
 	}
 	return refuse("Rejecting the uninstall request, since there are still %s present. Either delete all KubeVirt related workloads or change the uninstall strategy before uninstalling KubeVirt.", counts)

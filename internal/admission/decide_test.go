@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +233,10 @@ func TestDryRunWaitsWithinTheDeadline(t *testing.T) {
 	}
 }
 
+// A delete of a Deployed KubeVirt under BlockUninstallIfWorkloadsExist is
+// refused while workloads exist or may exist (a kind that cannot be counted, a
+// count that fails), naming them and the override; any other delete is
+// decided without counting, so a count the RBAC forbids blocks none of them.
 func TestDelete(t *testing.T) {
 	deployed := func(kv *v1.KubeVirt) { kv.Status.Phase = v1.KubeVirtPhaseDeployed }
 	kind := func(crd, kind string, n int) workloads.KindCount {
@@ -239,28 +244,46 @@ func TestDelete(t *testing.T) {
 	}
 	some := workloads.Counts{kind("virtualmachineinstances.kubevirt.io", "VirtualMachineInstance", 2), kind("virtualmachines.kubevirt.io", "VirtualMachine", 0),
 		kind("virtualmachinesnapshots.snapshot.kubevirt.io", "VirtualMachineSnapshot", 1), kind("migrationpolicies.migrations.kubevirt.io", "MigrationPolicy", 1)}
+	forbidden := kind("virtualmachinesnapshotschedules.snapshot.kubevirt.io", "VirtualMachineSnapshotSchedule", 0)
+	forbidden.Unknown = `forbidden: User "system:serviceaccount:kubevirt:kubevirt-operator" cannot list resource "virtualmachinesnapshotschedules"`
+	uncountable := workloads.Counts{kind("virtualmachines.kubevirt.io", "VirtualMachine", 0), forbidden}
+	const counts = "there are still 2 VirtualMachineInstances, 1 VirtualMachineSnapshots, 1 MigrationPolicies present"
 	for _, tc := range []struct {
-		name    string
-		kv      *v1.KubeVirt
-		counts  workloads.Counts
-		allowed bool
+		name   string
+		kv     *v1.KubeVirt
+		counts workloads.Counts
+		err    error
+		// want is what the refusal says; "" when allowed.
+		want []string
 	}{
-		{"deployed with workloads, default strategy", kubeVirt(deployed), some, false},
+		{"deployed with workloads, default strategy", kubeVirt(deployed), some, nil, []string{counts}},
 		{"BlockUninstallIfWorkloadsExist", kubeVirt(func(kv *v1.KubeVirt) {
 			deployed(kv)
 			kv.Spec.UninstallStrategy = v1.UninstallStrategyBlockUninstallIfWorkloadsExist
-		}), some, false},
-		{"no workloads", kubeVirt(deployed), workloads.Counts{kind("virtualmachines.kubevirt.io", "VirtualMachine", 0)}, true},
-		{"RemoveWorkloads", kubeVirt(func(kv *v1.KubeVirt) { deployed(kv); kv.Spec.UninstallStrategy = v1.UninstallStrategyRemoveWorkloads }), some, true},
-		{"not deployed yet", kubeVirt(nil), some, true},
+		}), some, nil, []string{counts}},
+		{"no workloads", kubeVirt(deployed), workloads.Counts{kind("virtualmachines.kubevirt.io", "VirtualMachine", 0)}, nil, nil},
+		{"a kind that cannot be counted", kubeVirt(deployed), uncountable, nil, []string{"there may still be workloads present",
+			"VirtualMachineSnapshotSchedules: cannot be counted: " + forbidden.Unknown, "RemoveWorkloads"}},
+		{"a count that fails", kubeVirt(deployed), nil, errors.New("listing the managed CRDs: timeout"), []string{"cannot be counted: listing the managed CRDs: timeout", "RemoveWorkloads"}},
+		{"RemoveWorkloads", kubeVirt(func(kv *v1.KubeVirt) { deployed(kv); kv.Spec.UninstallStrategy = v1.UninstallStrategyRemoveWorkloads }), nil, nil, nil},
+		{"not deployed yet", kubeVirt(nil), nil, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Delete(tc.kv, tc.counts)
-			if v.Allowed != tc.allowed {
+			counted := false
+			v := Delete(tc.kv, func() (workloads.Counts, error) {
+				counted = true
+				return tc.counts, tc.err
+			})
+			if v.Allowed != (tc.want == nil) {
 				t.Fatalf("%+v", v)
 			}
-			if !v.Allowed && !strings.Contains(v.Message, "there are still 2 VirtualMachineInstances, 1 VirtualMachineSnapshots, 1 MigrationPolicies present") {
-				t.Errorf("the message does not give the counts: %s", v.Message)
+			for _, want := range tc.want {
+				if !strings.Contains(v.Message, want) {
+					t.Errorf("the refusal does not say %q: %s", want, v.Message)
+				}
+			}
+			if needed := tc.counts != nil || tc.err != nil; counted != needed {
+				t.Errorf("counted %v, want %v: only a delete the count decides counts", counted, needed)
 			}
 		})
 	}

@@ -231,9 +231,5 @@ func (s *Server) delete(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	if err != nil {
 		return refuse("%v", err), nil
 	}
-	counts, err := workloads.CountManaged(ctx, s.Reader, s.Workloads, s.Mapper)
-	if err != nil {
-		return Verdict{}, err
-	}
-	return Delete(kv, counts), nil
+	return Delete(kv, func() (workloads.Counts, error) { return workloads.CountManaged(ctx, s.Reader, s.Workloads) }), nil
 }

@@ -78,7 +78,10 @@ func newServer(t *testing.T, objs ...client.Object) (*Server, client.Client) {
 	}
 	// The operator manages the VMI CRD: its objects are user data an uninstall would delete.
 	vmiCRD := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineinstances.kubevirt.io",
-		Labels: map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}}}
+		Labels: map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "kubevirt.io", Scope: apiextensionsv1.NamespaceScoped,
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Kind: "VirtualMachineInstance", Plural: "virtualmachineinstances"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}}}}
 	mapper := testrestmapper.TestOnlyStaticRESTMapper(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(append(objs, vmiCRD)...).Build()
 	return &Server{Namespace: "kubevirt", Reader: c, Workloads: c, Mapper: mapper, Log: logr.Discard()}, c

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -79,5 +80,88 @@ func TestUninstallOrder(t *testing.T) {
 	}
 	if objs[0].GetName() != "b" {
 		t.Error("the input was reordered")
+	}
+}
+
+// What becomes of a managed CRD the target no longer has: only one holding no
+// user object, or one retained before the CR's annotation named it and holding
+// no more objects than then, is ever deleted.
+func TestDecideCRD(t *testing.T) {
+	three := 3
+	for _, tc := range []struct {
+		name string
+		d    CRDData
+		want CRDFate
+		says string
+	}{
+		{"empty", CRDData{Held: "0 Plugins"}, FateDelete, "deleted (no objects)"},
+		{"empty, retained and named", CRDData{Held: "0 Plugins", Retained: true, Recorded: &three, Named: true}, FateDelete, "deleted (no objects)"},
+		{"with data", CRDData{Objects: 3, Held: "3 Plugins"}, FateRetain, "kept for its data (3 Plugins)"},
+		{"with data, named before it was retained", CRDData{Objects: 3, Held: "3 Plugins", Named: true}, FateRetain, "kept for its data (3 Plugins)"},
+		{"not countable", CRDData{Unknown: "forbidden: no"}, FateRetain, "kept: its objects cannot be counted (forbidden: no)"},
+		{"retained", CRDData{Objects: 3, Held: "3 Plugins", Retained: true, Recorded: &three}, FateKeep, "kept for its data (3 Plugins)"},
+		{"retained, named, as many as recorded", CRDData{Objects: 3, Held: "3 Plugins", Retained: true, Recorded: &three, Named: true}, FateDeleteRetained,
+			"deleted with its objects (3 Plugins), as kubevirt.io/virt-operator-delete-retained-crds asks"},
+		{"retained, named, fewer", CRDData{Objects: 1, Held: "1 Plugins", Retained: true, Recorded: &three, Named: true}, FateDeleteRetained, "deleted with its objects (1 Plugins)"},
+		{"retained, named, more than recorded", CRDData{Objects: 4, Held: "4 Plugins", Retained: true, Recorded: &three, Named: true}, FateRecount,
+			"kept for its data (4 Plugins): it held 3 when it was kept, all that naming it confirms; its name is removed"},
+		{"retained, named, none recorded", CRDData{Objects: 4, Held: "4 Plugins", Retained: true, Named: true}, FateRecount,
+			"kept for its data (4 Plugins): no count was recorded when it was kept"},
+		{"retained, named, not countable", CRDData{Unknown: "forbidden: no", Retained: true, Recorded: &three, Named: true}, FateKeep,
+			"kept: its objects cannot be counted (forbidden: no)"},
+	} {
+		if got := DecideCRD(tc.d); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+		if got := tc.d.Describe(); !strings.HasPrefix(got, tc.says) {
+			t.Errorf("%s: says %q, want %q", tc.name, got, tc.says)
+		}
+	}
+}
+
+// A CRD orphan is deleted only when it holds no user object; one not counted
+// is kept. Other orphans are deleted.
+func TestKeepData(t *testing.T) {
+	crd := func(name string) client.Object {
+		return managed(&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	orphans := []client.Object{crd("empty.kubevirt.io"), crd("held.kubevirt.io"), crd("unknown.kubevirt.io"), crd("uncounted.kubevirt.io"), managed(clusterRole("old-role"))}
+	data := map[string]CRDData{"empty.kubevirt.io": {}, "held.kubevirt.io": {Objects: 1}, "unknown.kubevirt.io": {Unknown: "forbidden"}}
+	deleted, kept := KeepData(orphans, data)
+	if got, want := names(deleted), []string{"CustomResourceDefinition empty.kubevirt.io", "ClusterRole old-role"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("deleted %v, want %v", got, want)
+	}
+	if got, want := names(kept), []string{"CustomResourceDefinition held.kubevirt.io", "CustomResourceDefinition unknown.kubevirt.io",
+		"CustomResourceDefinition uncounted.kubevirt.io"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("kept %v, want %v", got, want)
+	}
+}
+
+// DataOf reads a CRD's retention and the CR's annotation; a recorded count
+// that is no count is none.
+func TestDataOf(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "plugins.plugin.kubevirt.io",
+		Annotations: map[string]string{metadata.RetainedAnnotation: "3 Plugins; not in deployment x", metadata.RetainedCountAnnotation: "3"}}}
+	count := func(string) (int, string, string) { return 2, "2 Plugins", "" }
+	named := DeleteRetainedNames(map[string]string{metadata.DeleteRetainedAnnotation: " other.kubevirt.io , plugins.plugin.kubevirt.io,"})
+	d := DataOf(crd, count, named)
+	if !d.Retained || d.Recorded == nil || *d.Recorded != 3 || !d.Named || d.Objects != 2 || d.Held != "2 Plugins" {
+		t.Fatalf("%+v", d)
+	}
+	crd.Annotations[metadata.RetainedCountAnnotation] = "many"
+	if d := DataOf(crd, count, nil); d.Recorded != nil || d.Named {
+		t.Fatalf("%+v: want no count recorded, not named", d)
+	}
+}
+
+func TestWithoutDeleteRetained(t *testing.T) {
+	for value, want := range map[string]string{
+		"plugins.plugin.kubevirt.io":                    "",
+		" a.kubevirt.io, plugins.plugin.kubevirt.io ,b": "a.kubevirt.io,b",
+		"a.kubevirt.io":                                 "a.kubevirt.io",
+	} {
+		if got := WithoutDeleteRetained(value, "plugins.plugin.kubevirt.io"); got != want {
+			t.Errorf("%q: %q, want %q", value, got, want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/certs"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/preflight"
 	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/storedversions"
@@ -170,12 +171,6 @@ func offlineInput(newKV *v1.KubeVirt, processEnv deployid.Env, o planOptions) (u
 		}
 	}
 	in.Orphans = apply.Orphans(apply.Refs(apply.Steps(desired, apply.Install)), previous)
-	in.HeldData = map[string]string{}
-	for _, o := range in.Orphans {
-		if apply.RefOf(o).Kind == "CustomResourceDefinition" {
-			in.HeldData[o.GetName()] = "not counted offline: kept if it has objects, deleted if empty"
-		}
-	}
 	in.Preflight = []v1.PreflightCheck{{Name: "(offline)", State: preflight.Passed, Message: "no cluster read: no preflight"}}
 	return in, nil
 }
@@ -234,9 +229,11 @@ func planInput(ctx context.Context, c client.Client, serverVersion func() (*vers
 		return in, err
 	}
 	in.Orphans = apply.Orphans(apply.Refs(apply.Steps(desired, apply.Install)), managed)
-	if _, in.HeldData, err = workloads.InRemovedCRDs(ctx, c, c, c.RESTMapper(), desired.CRDs); err != nil {
+	removed, counts, err := workloads.InRemovedCRDs(ctx, c, c, desired.CRDs)
+	if err != nil {
 		return in, err
 	}
+	in.Removed = apply.DataOfEach(removed, counts.For, apply.DeleteRetainedNames(deleteRetained(newKV, current)))
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return in, err
@@ -250,7 +247,7 @@ func planInput(ctx context.Context, c client.Client, serverVersion func() (*vers
 		return in, err
 	}
 	in.Pods, in.Nodes, in.VMIs = pods.Items, nodes.Items, vmis.Items
-	if in.Preflight, in.StoredVersions, err = planPreflight(ctx, c, serverVersion, in.NewConfig, desired); err != nil {
+	if in.Preflight, in.StoredVersions, err = planPreflight(ctx, c, serverVersion, in.NewConfig, desired, in.Removed); err != nil {
 		return in, err
 	}
 	in.Preflight = append([]v1.PreflightCheck{preflight.UpgradePath(observed, in.NewConfig.KubeVirtVersion)}, in.Preflight...)
@@ -286,21 +283,26 @@ func liveOperatorEnv(ctx context.Context, c client.Client, ns string, processEnv
 	return live, nil
 }
 
+// deleteRetained are the annotations the delete-retained annotation is read
+// from: the planned CR's when it has it, else the live CR's (applying a file
+// without it leaves the live one).
+func deleteRetained(planned, current *v1.KubeVirt) map[string]string {
+	if _, set := planned.Annotations[metadata.DeleteRetainedAnnotation]; set || current == nil {
+		return planned.Annotations
+	}
+	return current.Annotations
+}
+
 // planPreflight are the checks a plan can make without writing (the image
 // pre-pull needs pods, so only the operator runs it), and what becomes of the
 // stored versions the target no longer serves.
 func planPreflight(ctx context.Context, c client.Client, serverVersion func() (*version.Info, error), cfg *deployid.Config,
-	desired *strategy.Strategy) ([]v1.PreflightCheck, []storedversions.Decision, error) {
+	desired *strategy.Strategy, removed map[string]apply.CRDData) ([]v1.PreflightCheck, []storedversions.Decision, error) {
 	decisions, err := storedversions.Read(ctx, c, desired.CRDs)
 	if err != nil {
 		return nil, nil, err
 	}
-	checks := []v1.PreflightCheck{preflight.StoredVersions(decisions)}
-	managed, held, err := workloads.InRemovedCRDs(ctx, c, c, c.RESTMapper(), desired.CRDs)
-	if err != nil {
-		return nil, nil, err
-	}
-	checks = append(checks, preflight.RemovedCRDs(managed, desired.CRDs, held))
+	checks := []v1.PreflightCheck{preflight.StoredVersions(decisions), preflight.RemovedCRDs(removed)}
 	if rel, known := release.Lookup(cfg.KubeVirtVersion); known {
 		info, err := serverVersion()
 		if err != nil {

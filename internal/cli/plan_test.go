@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 )
 
 func TestPlanRefusesBadInput(t *testing.T) {
@@ -67,5 +68,27 @@ func TestPlanOffline(t *testing.T) {
 	err = runPlan(context.Background(), &bytes.Buffer{}, o, env)
 	if ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "no status.targetDeploymentConfig") {
 		t.Fatalf("a current CR without status: %v", err)
+	}
+}
+
+// The plan reads the delete-retained annotation of the planned CR when it has
+// it (applying it sets it), else the live CR's (applying leaves it).
+func TestPlanReadsTheDeleteRetainedAnnotation(t *testing.T) {
+	with := func(value string) *v1.KubeVirt {
+		return &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{metadata.DeleteRetainedAnnotation: value}}}
+	}
+	for _, tc := range []struct {
+		name             string
+		planned, current *v1.KubeVirt
+		want             string
+	}{
+		{"the planned CR's", with("a.kubevirt.io"), with("b.kubevirt.io"), "a.kubevirt.io"},
+		{"the planned CR clears it", with(""), with("b.kubevirt.io"), ""},
+		{"the live CR's", &v1.KubeVirt{}, with("b.kubevirt.io"), "b.kubevirt.io"},
+		{"a first install", &v1.KubeVirt{}, nil, ""},
+	} {
+		if got := deleteRetained(tc.planned, tc.current)[metadata.DeleteRetainedAnnotation]; got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

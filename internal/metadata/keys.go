@@ -31,8 +31,14 @@ const (
 	// though the deployment no longer has it, because its objects are user
 	// data; the value says how many and for which deployment.
 	RetainedAnnotation = "kubevirt.io/virt-operator-retained"
+	// RetainedCountAnnotation on a retained CRD is how many user objects it
+	// held when it was kept (absent when they could not be counted): naming
+	// the CRD in DeleteRetainedAnnotation confirms deleting that many, no more.
+	RetainedCountAnnotation = "kubevirt.io/virt-operator-retained-count"
 	// DeleteRetainedAnnotation on the KubeVirt CR names, comma-separated, the
-	// retained CRDs the operator may delete, and their objects with them.
+	// retained CRDs the operator may delete, and their objects with them; a
+	// name is removed once used, and when its CRD is retained (package apply's
+	// DecideCRD).
 	DeleteRetainedAnnotation = "kubevirt.io/virt-operator-delete-retained-crds"
 
 	// RequiredSCCAnnotation pins the OpenShift SCC of a pod template.

@@ -3,8 +3,9 @@
 // release supports the cluster's Kubernetes, the target's
 // images can be pulled on the nodes (a short pre-pull pod per node pool), the
 // CRD changes keep every stored version served, the CRDs the target drops are
-// named with what becomes of their objects, and GA feature gates the CR still
-// lists are named. The checks are pure functions of what was observed; the KubeVirt
+// named with what becomes of their objects, a delegated target's CRDs whose
+// objects the operator may not list (so cannot count) are named, and GA
+// feature gates the CR still lists are named. The checks are pure functions of what was observed; the KubeVirt
 // controller runs the pre-pull pods, records the results in
 // status.preflight and the Upgradeable condition, and holds the upgrade while
 // a check fails or runs, unless the CR's skip annotation names it.
@@ -16,10 +17,10 @@ import (
 	"strconv"
 	"strings"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/version"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
@@ -31,6 +32,7 @@ const (
 	CheckStoredVersions = "CRDStoredVersions"
 	CheckDeprecated     = "DeprecatedFields"
 	CheckRemovedCRDs    = "RemovedCRDs"
+	CheckCountable      = "CountableCRDs"
 )
 
 // SkipAnnotation on the KubeVirt CR lists checks (comma-separated) whose
@@ -124,29 +126,46 @@ func Deprecated(r *release.Release, kv *v1.KubeVirt) v1.PreflightCheck {
 	return c
 }
 
-// RemovedCRDs names the managed CRDs (live, by name) the target no longer has,
-// and what becomes of each: one whose objects are user data (objects, by CRD
-// name: "3 VirtualMachineTemplates") is kept after the rollout, an empty one
-// deleted. It never blocks: nothing is lost either way.
-func RemovedCRDs(live []string, target []*apiextensionsv1.CustomResourceDefinition, objects map[string]string) v1.PreflightCheck {
+// RemovedCRDs names the managed CRDs the target no longer has (removed, by
+// name) and what becomes of each, as package apply's DecideCRD says: an empty
+// one is deleted; one that holds user objects, or whose objects cannot be
+// counted, is kept; a kept one the CR's delete-retained annotation names is
+// deleted only while it holds no more objects than when it was kept. It never
+// blocks: nothing is lost either way.
+func RemovedCRDs(removed map[string]apply.CRDData) v1.PreflightCheck {
 	c := v1.PreflightCheck{Name: CheckRemovedCRDs, State: Passed, Message: "none"}
-	kept := map[string]bool{}
-	for _, crd := range target {
-		kept[crd.Name] = true
-	}
 	var parts []string
-	for _, name := range live {
-		switch {
-		case kept[name]:
-		case objects[name] != "":
-			parts = append(parts, name+" kept for its data ("+objects[name]+")")
-		default:
-			parts = append(parts, name+" deleted (no objects)")
-		}
+	for name, d := range removed {
+		parts = append(parts, name+" "+d.Describe())
 	}
 	if len(parts) > 0 {
 		sort.Strings(parts)
 		c.Message = strings.Join(parts, "; ")
+	}
+	return c
+}
+
+// CountableCRDs names the target's CRDs whose objects the operator may not
+// list (unlistable, by name), so cannot count: a release delegated to its own
+// operator image may add kinds the RBAC generated for the builtin releases
+// does not grant. Their counts are unknown, never 0: an uninstall under
+// BlockUninstallIfWorkloadsExist is refused, and such a CRD is kept whenever a
+// later target drops it. err is why the operator could not ask. It never
+// blocks: nothing is lost.
+func CountableCRDs(unlistable []string, err error) v1.PreflightCheck {
+	c := v1.PreflightCheck{Name: CheckCountable, State: Passed, Message: "the operator may list the objects of every CRD of the target"}
+	switch {
+	case err != nil:
+		c.Message = "not checked: " + err.Error()
+	case len(unlistable) > 0:
+		var rules []string
+		for _, name := range sorted(unlistable) {
+			resource, group, _ := strings.Cut(name, ".")
+			rules = append(rules, fmt.Sprintf("%s (list on resource %s in API group %s)", name, resource, group))
+		}
+		c.Message = "the operator may not list the objects of " + strings.Join(rules, ", ") +
+			": it cannot count them, so an uninstall under BlockUninstallIfWorkloadsExist is refused while its ClusterRole lacks these rules, " +
+			"and a CRD among them that a later target drops is kept"
 	}
 	return c
 }
@@ -184,7 +203,7 @@ func unknownSkips(kv *v1.KubeVirt) string {
 	var unknown []string
 	for _, s := range strings.Split(kv.Annotations[SkipAnnotation], ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "", "all", CheckUpgradePath, CheckKubernetes, CheckImages, CheckStoredVersions, CheckDeprecated, CheckRemovedCRDs:
+		case "", "all", CheckUpgradePath, CheckKubernetes, CheckImages, CheckStoredVersions, CheckDeprecated, CheckRemovedCRDs, CheckCountable:
 		default:
 			unknown = append(unknown, strconv.Quote(s))
 		}

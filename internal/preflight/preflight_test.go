@@ -1,16 +1,17 @@
 package preflight
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
@@ -153,15 +154,57 @@ func TestImages(t *testing.T) {
 	}
 }
 
+// RemovedCRDs says what becomes of each CRD the target drops, the
+// delete-retained annotation read: it acts only on a CRD retained before it
+// was named, holding no more objects than then.
 func TestRemovedCRDs(t *testing.T) {
-	target := []*apiextensionsv1.CustomResourceDefinition{{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachines.kubevirt.io"}}}
-	live := []string{"virtualmachines.kubevirt.io", "virtualmachinetemplates.template.kubevirt.io", "plugins.plugin.kubevirt.io"}
-	c := RemovedCRDs(live, target, map[string]string{"virtualmachinetemplates.template.kubevirt.io": "3 VirtualMachineTemplates"})
-	want := "plugins.plugin.kubevirt.io deleted (no objects); virtualmachinetemplates.template.kubevirt.io kept for its data (3 VirtualMachineTemplates)"
-	if c.State != Passed || c.Message != want {
-		t.Fatalf("%+v, want Passed %q", c, want)
+	one := 1
+	c := RemovedCRDs(map[string]apply.CRDData{
+		"virtualmachinetemplates.template.kubevirt.io":         {Objects: 3, Held: "3 VirtualMachineTemplates", Named: true},
+		"plugins.plugin.kubevirt.io":                           {},
+		"virtualmachinesnapshotschedules.snapshot.kubevirt.io": {Unknown: "forbidden: no"},
+		"virtualmachineexports.export.kubevirt.io":             {Objects: 1, Held: "1 VirtualMachineExports", Retained: true, Recorded: &one, Named: true},
+		"virtualmachineclones.clone.kubevirt.io":               {Objects: 2, Held: "2 VirtualMachineClones", Retained: true, Recorded: &one, Named: true},
+	})
+	want := []string{"plugins.plugin.kubevirt.io deleted (no objects)",
+		"virtualmachineclones.clone.kubevirt.io kept for its data (2 VirtualMachineClones): it held 1 when it was kept",
+		"virtualmachineexports.export.kubevirt.io deleted with its objects (1 VirtualMachineExports), as kubevirt.io/virt-operator-delete-retained-crds asks",
+		"virtualmachinesnapshotschedules.snapshot.kubevirt.io kept: its objects cannot be counted (forbidden: no)",
+		"virtualmachinetemplates.template.kubevirt.io kept for its data (3 VirtualMachineTemplates)"}
+	parts := strings.Split(c.Message, "; ")
+	if c.State != Passed || len(parts) < len(want) {
+		t.Fatalf("%+v, want Passed: %q", c, want)
 	}
-	if c := RemovedCRDs(live[:1], target, nil); c.Message != "none" {
+	for _, w := range want {
+		found := false
+		for _, p := range parts {
+			found = found || strings.HasPrefix(p, w)
+		}
+		if !found {
+			t.Errorf("%q does not say %q", c.Message, w)
+		}
+	}
+	if c := RemovedCRDs(nil); c.Message != "none" {
 		t.Fatalf("nothing removed: %+v", c)
+	}
+}
+
+// CountableCRDs names the target's CRDs the operator may not list, with the
+// rule to add; it never blocks.
+func TestCountableCRDs(t *testing.T) {
+	c := CountableCRDs([]string{"virtualmachinesnapshotschedules.snapshot.kubevirt.io"}, nil)
+	if c.State != Passed || !strings.Contains(c.Message, "virtualmachinesnapshotschedules.snapshot.kubevirt.io (list on resource virtualmachinesnapshotschedules in API group snapshot.kubevirt.io)") ||
+		!strings.Contains(c.Message, "BlockUninstallIfWorkloadsExist is refused") {
+		t.Errorf("%+v", c)
+	}
+	if c := CountableCRDs(nil, nil); c.State != Passed || !strings.Contains(c.Message, "every CRD") {
+		t.Errorf("all listable: %+v", c)
+	}
+	if c := CountableCRDs(nil, errors.New("forbidden")); c.State != Passed || c.Message != "not checked: forbidden" {
+		t.Errorf("not asked: %+v", c)
+	}
+	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{SkipAnnotation: CheckCountable}}}
+	if ok, _, msg := Verdict(kv, []v1.PreflightCheck{{Name: CheckKubernetes, State: Failed}}); ok || strings.Contains(msg, "names no check") {
+		t.Errorf("%s is a check the skip annotation may name: %s", CheckCountable, msg)
 	}
 }

@@ -106,6 +106,17 @@ func commonVersion(live, desired *apiextensionsv1.CustomResourceDefinition) stri
 	return common
 }
 
+// StorageVersion is the version a CRD stores its objects in ("" when none is
+// marked).
+func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
 func servedVersions(crd *apiextensionsv1.CustomResourceDefinition) []string {
 	var out []string
 	for _, v := range crd.Spec.Versions {

@@ -10,38 +10,25 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
 // pageSize bounds a rewrite's list pages (and so its memory).
 const pageSize = 250
 
 // Count is how many objects of a CRD exist (in any version: the API server
-// does not say which one each is stored in), by a list of at most one item;
-// 0 for a CRD that serves nothing. r must read full objects, not metadata.
+// does not say which one each is stored in), counted as package workloads
+// counts them. It fails closed: a list that fails (a 404 for the CRD's served
+// version included) is an error, never 0, since 0 would retire a version
+// objects may be stored in. r must read full objects, not metadata.
 func Count(ctx context.Context, r client.Reader, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
-	served := servedVersions(crd)
-	if len(served) == 0 {
-		return 0, nil
-	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: served[0], Kind: listKind(crd)})
-	switch err := r.List(ctx, list, client.Limit(1)); {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("counting the objects of CRD %s: %w", crd.Name, err)
-	}
-	n := len(list.Items)
-	if rest := list.GetRemainingItemCount(); rest != nil {
-		n += int(*rest)
-	}
-	return n, nil
+	return workloads.CountObjects(ctx, r, crd)
 }
 
 // Read decides for each desired CRD that exists (ReadOne); the decisions

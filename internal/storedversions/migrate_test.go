@@ -57,8 +57,15 @@ func TestRead(t *testing.T) {
 	if _, err := Read(context.Background(), broken, desired); err == nil || !apierrors.IsForbidden(errors.Unwrap(err)) {
 		t.Fatalf("a count that fails: %v, want the error, wrapped", err)
 	}
-	if n, err := Count(context.Background(), c, crd(nil, "-v1")); n != 0 || err != nil {
-		t.Fatalf("a CRD that serves nothing: %d, %v", n, err)
+	// A count fails closed: 0 would retire a version objects may be stored in.
+	if n, err := Count(context.Background(), c, crd(nil, "-v1")); err == nil {
+		t.Fatalf("a CRD that serves nothing: %d, %v: want an error", n, err)
+	}
+	notServed := newClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return apierrors.NewNotFound(schema.GroupResource{Group: "export.kubevirt.io", Resource: "virtualmachineexports"}, "")
+	}}, live)
+	if d, err := Read(context.Background(), notServed, desired); err == nil || !apierrors.IsNotFound(errors.Unwrap(err)) {
+		t.Fatalf("a 404 for a version the CRD serves: %+v, %v: want the error, never a count of 0 (a retire)", d, err)
 	}
 }
 

@@ -39,9 +39,10 @@ type Input struct {
 	Live map[apply.ObjectRef]client.Object
 	// Orphans are live managed objects the planned strategy no longer has.
 	Orphans []client.Object
-	// HeldData are the orphaned CRDs whose objects are user data, by name, with
-	// what they hold ("3 VirtualMachineTemplates"): they are kept, not deleted.
-	HeldData map[string]string
+	// Removed is what the fate of each orphaned CRD depends on, by name
+	// (apply.DecideCRD): one that holds user data is kept, not deleted. An
+	// orphaned CRD it does not name was not counted (an offline plan).
+	Removed map[string]apply.CRDData
 	// Pods are the pods in the install namespace (components and virt-handler).
 	Pods  []corev1.Pod
 	Nodes []corev1.Node
@@ -99,9 +100,24 @@ func (p Plan) Blocked() bool {
 	return false
 }
 
-// OpKeep is a plan's change for an orphaned CRD that holds user data: it is
-// kept (the controller annotates it retained), not deleted.
+// OpKeep is a plan's change for an orphaned CRD that holds user data, or
+// whose objects cannot be counted: it is kept (the controller annotates it
+// retained), not deleted.
 const OpKeep apply.Op = "Keep"
+
+// removedCRD is the change of an orphaned CRD: deleted or kept, as
+// apply.DecideCRD says.
+func removedCRD(ref apply.ObjectRef, removed map[string]apply.CRDData) Change {
+	d, counted := removed[ref.Name]
+	if !counted {
+		return Change{Ref: ref, Op: OpKeep, Reason: "not in the planned strategy; not counted: kept if it holds user objects, deleted if empty"}
+	}
+	op := OpKeep
+	if f := apply.DecideCRD(d); f == apply.FateDelete || f == apply.FateDeleteRetained {
+		op = apply.OpDelete
+	}
+	return Change{Ref: ref, Op: op, Reason: "not in the planned strategy; " + d.Describe()}
+}
 
 // Make builds the plan.
 func Make(in Input) Plan {
@@ -141,8 +157,8 @@ func Make(in Input) Plan {
 	}
 	for _, o := range in.Orphans {
 		ref := apply.RefOf(o)
-		if held := in.HeldData[o.GetName()]; held != "" && ref.Kind == "CustomResourceDefinition" {
-			p.Changes = append(p.Changes, Change{Ref: ref, Op: OpKeep, Reason: "not in the planned strategy; kept, its objects are user data: " + held})
+		if ref.Kind == "CustomResourceDefinition" {
+			p.Changes = append(p.Changes, removedCRD(ref, in.Removed))
 			continue
 		}
 		p.Changes = append(p.Changes, Change{Ref: ref, Op: apply.OpDelete, Reason: "not in the planned strategy"})
@@ -292,7 +308,7 @@ func (p Plan) Text() string {
 			continue
 		}
 		w("  %-8s %s", c.Op, c.Ref)
-		if c.Op == OpKeep {
+		if c.Op == OpKeep || c.Ref.Kind == "CustomResourceDefinition" && c.Op == apply.OpDelete { // what becomes of its objects
 			w("             %s", c.Reason)
 		}
 		for _, f := range c.Fields {

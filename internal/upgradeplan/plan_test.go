@@ -67,17 +67,24 @@ func TestMake(t *testing.T) {
 			Conditions: []v1.VirtualMachineInstanceCondition{{Type: v1.VMIConditionLiveMigratable, Status: corev1.ConditionTrue}}}}
 	orphan := deployment("virt-gone", "v1.8.4")
 	withData := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "plugins.plugin.kubevirt.io"}}
+	// Retained before it was named, holding as many objects as then: deleted.
+	named := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineclones.clone.kubevirt.io"}}
+	uncounted := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachinesnapshotschedules.snapshot.kubevirt.io"}}
+	two := 2
 	p := Make(Input{Current: current, NewKubeVirt: newKV, CurrentConfig: oldCfg, NewConfig: newCfg,
 		Steps: []apply.Step{{Name: "virt-api", Objects: []client.Object{wantAPI, wantNew}}},
-		Live:  map[apply.ObjectRef]client.Object{apply.RefOf(liveAPI): liveAPI}, Orphans: []client.Object{orphan, withData},
-		HeldData: map[string]string{withData.Name: "1 Plugins"},
-		Pods:     []corev1.Pod{readyPod("virt-api-1", "virt-api", 2*time.Second), readyPod("virt-api-2", "virt-api", 4*time.Second)},
-		VMIs:     []v1.VirtualMachineInstance{vmi}, Preflight: []v1.PreflightCheck{{Name: "x", State: "Passed", Message: "fine"}}})
+		Live:  map[apply.ObjectRef]client.Object{apply.RefOf(liveAPI): liveAPI}, Orphans: []client.Object{orphan, withData, named, uncounted},
+		Removed: map[string]apply.CRDData{withData.Name: {Objects: 1, Held: "1 Plugins", Named: true},
+			named.Name: {Objects: 2, Held: "2 VirtualMachineClones", Retained: true, Recorded: &two, Named: true}},
+		Pods: []corev1.Pod{readyPod("virt-api-1", "virt-api", 2*time.Second), readyPod("virt-api-2", "virt-api", 4*time.Second)},
+		VMIs: []v1.VirtualMachineInstance{vmi}, Preflight: []v1.PreflightCheck{{Name: "x", State: "Passed", Message: "fine"}}})
 	text := p.Text()
 	for _, want := range []string{
 		"Upgrade KubeVirt v1.8.4 -> v1.9.0", "Changed keys: kubeVirtVersion",
-		"Objects: 1 created, 1 updated, 0 recreated, 1 deleted, 1 kept for their data", "Create   1 Deployment",
-		"Keep     CustomResourceDefinition plugins.plugin.kubevirt.io", "kept, its objects are user data: 1 Plugins",
+		"Objects: 1 created, 1 updated, 0 recreated, 2 deleted, 2 kept for their data", "Create   1 Deployment",
+		"Keep     CustomResourceDefinition plugins.plugin.kubevirt.io", "kept for its data (1 Plugins)",
+		"Delete   CustomResourceDefinition virtualmachineclones.clone.kubevirt.io", "deleted with its objects (2 VirtualMachineClones), as kubevirt.io/virt-operator-delete-retained-crds asks",
+		"Keep     CustomResourceDefinition virtualmachinesnapshotschedules.snapshot.kubevirt.io", "not counted: kept if it holds user objects",
 		"spec.template.spec.containers[0].image: quay.io/kubevirt/virt-api:v1.8.4 -> quay.io/kubevirt/virt-api:v1.9.0",
 		"Delete   Deployment kubevirt/virt-gone",
 		"1. virt-api: Deployment/virt-api (2 pods)", "virt-api-1 virt-api-2",

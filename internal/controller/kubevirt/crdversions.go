@@ -53,18 +53,26 @@ func (r *Reconciler) migrateStoredVersions(ctx context.Context, s *scope, writes
 		if err := r.write(ctx, s, bridge); err != nil {
 			return err
 		}
-		message := fmt.Sprintf("CRD %s: versions %s retired from status.storedVersions (no objects are stored)", d.CRD, strings.Join(d.Retired, ", "))
-		if d.Action == storedversions.Rewrite {
-			if r.Resources != nil {
-				if err := storedversions.WaitStored(ctx, r.Resources, want, d.Via, storageSwitchTimeout); err != nil {
-					return err
-				}
-			}
-			rewritten, err := storedversions.RewriteObjects(ctx, r.Client, want, d.Via)
-			if err != nil {
+		// Retire waits for the storage switch too, then rewrites what it finds
+		// (normally nothing: one list): an object created between the count
+		// and the switch is stored in a retired version, and the whole kind
+		// would fail to list once the target drops it.
+		via := d.Via
+		if d.Action == storedversions.Retire {
+			via = storedversions.StorageVersion(want)
+		}
+		if r.Resources != nil {
+			if err := storedversions.WaitStored(ctx, r.Resources, want, via, storageSwitchTimeout); err != nil {
 				return err
 			}
-			message = fmt.Sprintf("CRD %s: %d %ss rewritten as %s, versions %s retired from status.storedVersions", d.CRD, rewritten, d.Kind, d.Via, strings.Join(d.Retired, ", "))
+		}
+		rewritten, err := storedversions.RewriteObjects(ctx, r.Client, want, via)
+		if err != nil {
+			return err
+		}
+		message := fmt.Sprintf("CRD %s: versions %s retired from status.storedVersions (no objects are stored)", d.CRD, strings.Join(d.Retired, ", "))
+		if d.Action == storedversions.Rewrite || rewritten > 0 {
+			message = fmt.Sprintf("CRD %s: %d %ss rewritten as %s, versions %s retired from status.storedVersions", d.CRD, rewritten, d.Kind, via, strings.Join(d.Retired, ", "))
 		}
 		if err := storedversions.Trim(ctx, r.Client, reader, want.Name, d.Retired); err != nil {
 			return err

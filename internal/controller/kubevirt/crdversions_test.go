@@ -8,13 +8,16 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/metadata"
+	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
 
 // A rollback whose CRD no longer serves a version the cluster stored: with no
@@ -68,5 +71,65 @@ func TestMigrateStoredVersions(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "CRD virtualmachineexports.export.kubevirt.io: stored versions v1 are not served by the target") ||
 		!strings.Contains(err.Error(), "1 objects") || !slices.Contains(got.Status.StoredVersions, "v1") {
 		t.Fatalf("no version in common: %v, stored versions %v: want refused, nothing changed", err, got.Status.StoredVersions)
+	}
+}
+
+// Retiring a stored version (no objects counted) waits for the storage switch
+// as a rewrite does, then rewrites whatever it finds: an export created
+// between the count and the switch is stored in the retired version, and
+// would make the whole kind unreadable once the target drops it.
+func TestRetireWaitsForTheStorageSwitch(t *testing.T) {
+	version := func(name string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: true, Storage: storage,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}
+	}
+	crd := func(versions ...apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineexports.export.kubevirt.io",
+			Labels: map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "export.kubevirt.io", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "VirtualMachineExport", ListKind: "VirtualMachineExportList", Plural: "virtualmachineexports"}, Versions: versions}}
+	}
+	live := crd(version("v1beta1", false), version("v1", true))
+	live.Status.StoredVersions = []string{"v1"}
+	desired := crd(version("v1alpha1", false), version("v1beta1", true))
+	var steps []string
+	bridged := false
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(live.DeepCopy()).
+		WithStatusSubresource(&apiextensionsv1.CustomResourceDefinition{}).Build(), interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if err := c.Apply(ctx, obj, opts...); err != nil || bridged {
+				return err
+			}
+			bridged = true
+			steps = append(steps, "bridge")
+			// An export created after the count, before the storage switch.
+			export := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "late"}}
+			export.SetGroupVersionKind(schema.GroupVersionKind{Group: "export.kubevirt.io", Version: "v1beta1", Kind: "VirtualMachineExport"})
+			return c.Create(ctx, export)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			steps = append(steps, "rewrite "+obj.GetName())
+			return c.Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			steps = append(steps, "trim")
+			return c.SubResource(subResource).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	r := &Reconciler{Client: c, APIReader: c, Resources: func(groupVersion string) (*metav1.APIResourceList, error) {
+		steps = append(steps, "wait "+groupVersion)
+		return &metav1.APIResourceList{GroupVersion: groupVersion, APIResources: []metav1.APIResource{{Name: "virtualmachineexports",
+			StorageVersionHash: storedversions.StorageVersionHash("export.kubevirt.io", "v1beta1", "VirtualMachineExport")}}}, nil
+	}}
+	s := &scope{kv: &v1.KubeVirt{}}
+	writes := apply.Plan([]client.Object{desired}, map[apply.ObjectRef]client.Object{apply.RefOf(live): live.DeepCopy()}, nil)
+	if err := r.migrateStoredVersions(context.Background(), s, writes); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"bridge", "wait export.kubevirt.io/v1beta1", "rewrite late", "trim"}; !slices.Equal(steps, want) {
+		t.Fatalf("steps %v, want %v: the storage switch waited for, the late export rewritten, then the trim", steps, want)
+	}
+	if len(s.Events) != 1 || !strings.Contains(s.Events[0].Message, "1 VirtualMachineExports rewritten as v1beta1, versions v1 retired") {
+		t.Fatalf("events %+v", s.Events)
 	}
 }

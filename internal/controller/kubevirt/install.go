@@ -137,17 +137,17 @@ func (r *Reconciler) deleteOrphans(ctx context.Context, s *scope) error {
 	if len(orphans) == 0 {
 		return nil
 	}
-	counts, err := r.countObjects(ctx, orphans)
-	if err != nil {
-		return err
+	counts := r.countObjects(ctx, orphans)
+	named := apply.DeleteRetainedNames(s.kv.Annotations)
+	data := map[string]apply.CRDData{}
+	for _, o := range orphans {
+		if apply.RefOf(o).Kind == "CustomResourceDefinition" {
+			data[o.GetName()] = apply.DataOf(o, counts.For, named)
+		}
 	}
-	byCRD := map[string]int{}
-	for _, c := range counts {
-		byCRD[c.CRD] = c.N
-	}
-	deleted, kept := apply.KeepData(orphans, byCRD, deleteAllowed(s.kv))
+	deleted, kept := apply.KeepData(orphans, data)
 	for _, crd := range kept {
-		if err := r.retain(ctx, s, crd, counts); err != nil {
+		if err := r.retain(ctx, s, crd, data[crd.GetName()]); err != nil {
 			return err
 		}
 	}
@@ -163,8 +163,9 @@ func (r *Reconciler) deleteOrphans(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// countObjects counts the user data in the orphaned CRDs (package workloads).
-func (r *Reconciler) countObjects(ctx context.Context, orphans []client.Object) (workloads.Counts, error) {
+// countObjects counts the user data in the orphaned CRDs (package workloads:
+// a kind that cannot be counted is unknown, and its CRD kept).
+func (r *Reconciler) countObjects(ctx context.Context, orphans []client.Object) workloads.Counts {
 	var crds []string
 	for _, o := range orphans {
 		if apply.RefOf(o).Kind == "CustomResourceDefinition" {
@@ -172,11 +173,7 @@ func (r *Reconciler) countObjects(ctx context.Context, orphans []client.Object) 
 		}
 	}
 	if len(crds) == 0 {
-		return nil, nil
+		return nil
 	}
-	kinds, err := workloads.KindsOf(crds, r.Client.RESTMapper())
-	if err != nil {
-		return nil, err
-	}
-	return workloads.Count(ctx, r.APIReaderOrClient(), kinds)
+	return workloads.CountCRDs(ctx, r.APIReaderOrClient(), crds)
 }

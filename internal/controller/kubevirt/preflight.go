@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/preflight"
 	"github.com/virt-operator/virt-operator/internal/release"
@@ -136,13 +137,17 @@ func (r *Reconciler) preflightChecks(ctx context.Context, kv *v1.KubeVirt, cfg *
 		return nil, err
 	}
 	checks = append(checks, preflight.StoredVersions(decisions))
-	managed, held, err := workloads.InRemovedCRDs(ctx, r.Client, r.APIReaderOrClient(), r.Client.RESTMapper(), s.CRDs)
+	removed, counts, err := workloads.InRemovedCRDs(ctx, r.Client, r.APIReaderOrClient(), s.CRDs)
 	if err != nil {
 		return nil, err
 	}
-	checks = append(checks, preflight.RemovedCRDs(managed, s.CRDs, held))
+	checks = append(checks, preflight.RemovedCRDs(apply.DataOfEach(removed, counts.For, apply.DeleteRetainedNames(kv.Annotations))))
 	if known {
 		checks = append(checks, preflight.Deprecated(rel, kv))
+	} else {
+		// The RBAC is generated for the builtin releases' CRDs; a delegated
+		// release's new kinds are not granted.
+		checks = append(checks, preflight.CountableCRDs(workloads.Unlistable(ctx, r.Client, s.CRDs)))
 	}
 	return checks, nil
 }

@@ -2,6 +2,7 @@ package kubevirt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,7 +46,8 @@ func newDeletingEnv(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition,
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	deleting := metav1.NewTime(now.Add(-time.Minute))
 	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt",
-		Finalizers: []string{metadata.KubeVirtFinalizer}, DeletionTimestamp: &deleting}}
+		Finalizers: []string{metadata.KubeVirtFinalizer}, DeletionTimestamp: &deleting},
+		Status: v1.KubeVirtStatus{Phase: v1.KubeVirtPhaseDeployed}}
 	managed := map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api", Labels: managed}}
 	crd.Labels = managed
@@ -101,8 +105,12 @@ func TestUninstallRetriesACRDTheAPIServerGaveUpOn(t *testing.T) {
 	}
 }
 
+func vmiCRD() *apiextensionsv1.CustomResourceDefinition {
+	return userCRD(schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"}, "virtualmachineinstances", apiextensionsv1.NamespaceScoped, nil)
+}
+
 func TestUninstallHeldByWorkloadsDeletesNothing(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineinstances.kubevirt.io"}}
+	crd := vmiCRD()
 	vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vmi-1"}}
 	e := newDeletingEnv(t, crd, vmi)
 	kv := e.reconcile(t)
@@ -117,6 +125,70 @@ func TestUninstallHeldByWorkloadsDeletesNothing(t *testing.T) {
 	}
 	if !e.exists(t, kv) || len(kv.Finalizers) == 0 {
 		t.Error("the finalizer went while the uninstall is held")
+	}
+}
+
+// forbiddenCounts makes the lists of user objects (metadata lists of the
+// kubevirt.io group) forbidden, as the RBAC does for a delegated release's new
+// kind, and records whether any was asked for.
+func forbiddenCounts(e *deletingEnv, asked *bool) {
+	e.r.APIReader = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*metav1.PartialObjectMetadataList); ok && list.GetObjectKind().GroupVersionKind().Group == "kubevirt.io" {
+				*asked = true
+				return apierrors.NewForbidden(schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachineinstances"}, "", errors.New("no list"))
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+}
+
+// Under BlockUninstallIfWorkloadsExist, a kind that cannot be counted holds
+// the uninstall as objects would, naming the kind, why, and the override.
+func TestUninstallHeldByAKindThatCannotBeCounted(t *testing.T) {
+	e := newDeletingEnv(t, vmiCRD())
+	asked := false
+	forbiddenCounts(e, &asked)
+	kv := e.reconcile(t)
+	if !e.exists(t, vmiCRD()) {
+		t.Fatal("an uninstall whose workloads cannot be counted deleted a CRD")
+	}
+	c := findCondition(kv.Status.Conditions, v1.KubeVirtConditionSynchronized)
+	if c == nil || c.Reason != ReasonDeletionBlocked || !strings.Contains(c.Message, "VirtualMachineInstances: cannot be counted: forbidden") ||
+		!strings.Contains(c.Message, "RemoveWorkloads") {
+		t.Errorf("Synchronized = %+v, want DeletionBlocked naming the kind, why, and RemoveWorkloads", c)
+	}
+}
+
+// An uninstall the count does not decide (RemoveWorkloads, or a KubeVirt
+// never Deployed) counts nothing: a kind the RBAC forbids to count blocks
+// none of them.
+func TestUninstallTheCountDoesNotDecideCountsNothing(t *testing.T) {
+	for name, edit := range map[string]func(*v1.KubeVirt){
+		"RemoveWorkloads": func(kv *v1.KubeVirt) { kv.Spec.UninstallStrategy = v1.UninstallStrategyRemoveWorkloads },
+		"never Deployed":  func(kv *v1.KubeVirt) { kv.Status.Phase = v1.KubeVirtPhaseDeploying },
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newDeletingEnv(t, vmiCRD())
+			kv := &v1.KubeVirt{}
+			if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "kubevirt", Name: "kubevirt"}, kv); err != nil {
+				t.Fatal(err)
+			}
+			edit(kv)
+			if err := e.c.Update(context.Background(), kv); err != nil {
+				t.Fatal(err)
+			}
+			edit(kv) // the update's answer carries the stored status
+			if err := e.c.Status().Update(context.Background(), kv); err != nil {
+				t.Fatal(err)
+			}
+			asked := false
+			forbiddenCounts(e, &asked)
+			kv = e.reconcile(t)
+			if asked || e.exists(t, vmiCRD()) || kv.Status.Phase != v1.KubeVirtPhaseDeleting {
+				t.Fatalf("counted %v, CRD left %v, phase %s: want no count, the CRDs deleted, Deleting", asked, e.exists(t, vmiCRD()), kv.Status.Phase)
+			}
+		})
 	}
 }
 
@@ -172,7 +244,7 @@ func TestUninstallPollBacksOff(t *testing.T) {
 // A held uninstall counts the workloads with lists of one item, and looks
 // again later the longer it has been held.
 func TestHeldUninstallPollsWithBackoffAndLimitedLists(t *testing.T) {
-	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "virtualmachineinstances.kubevirt.io"}}
+	crd := vmiCRD()
 	vmis := []client.Object{
 		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vmi-1"}},
 		&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vmi-2"}},

@@ -51,14 +51,17 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		s.deletion.done = true
 		return r.removeFinalizer(ctx, kv)
 	}
-	if kv.Spec.UninstallStrategy != v1.UninstallStrategyRemoveWorkloads {
-		counts, err := workloads.CountManaged(ctx, r.Client, r.APIReaderOrClient(), r.Client.RESTMapper())
+	// The count decides only a Deployed KubeVirt's uninstall under
+	// BlockUninstallIfWorkloadsExist (as the webhook's): otherwise it is not
+	// made, so a kind the operator cannot count blocks no other uninstall. A
+	// deletion under way is Deleting, and goes on.
+	if kv.Spec.UninstallStrategy != v1.UninstallStrategyRemoveWorkloads && kv.Status.Phase == v1.KubeVirtPhaseDeployed {
+		counts, err := workloads.CountManaged(ctx, r.Client, r.APIReaderOrClient())
 		if err != nil {
 			return err
 		}
-		if counts.Total() > 0 {
-			s.deletion.blocked = fmt.Sprintf("Uninstall is held: %s exist and uninstallStrategy is BlockUninstallIfWorkloadsExist. "+
-				"The deletion cannot be cancelled any more; delete them, or set uninstallStrategy: RemoveWorkloads to delete them with KubeVirt", counts)
+		if !counts.None() {
+			s.deletion.blocked = heldMessage(counts)
 			s.requeueAfter(heldPoll(blockedSince(kv, s.now), s.now))
 			return nil
 		}
@@ -78,6 +81,17 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	// Removing the finalizer lets the API server delete the CR; the status
 	// patch that ends the pass then finds it gone, which is fine.
 	return r.removeFinalizer(ctx, kv)
+}
+
+// heldMessage says why an uninstall is held: the user objects that exist, or
+// the kinds that cannot be counted and why, and the override.
+func heldMessage(counts workloads.Counts) string {
+	what := counts.String() + " exist"
+	if len(counts.Unknown()) > 0 {
+		what = "user objects may exist (" + counts.String() + ")"
+	}
+	return fmt.Sprintf("Uninstall is held: %s and uninstallStrategy is BlockUninstallIfWorkloadsExist. "+
+		"The deletion cannot be cancelled any more; delete them, or set uninstallStrategy: RemoveWorkloads to delete them with KubeVirt", what)
 }
 
 // blockedSince is when the uninstall was first held (its condition's
