@@ -407,6 +407,21 @@ type KubeVirtStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=2
 	InstallStrategies []InstallStrategyRef `json:"installStrategies,omitempty"`
+
+	// Certificates says where the control plane's certificates stand, as the
+	// certificate controller keeps them (not in upstream's API).
+	Certificates *CertificatesStatus `json:"certificates,omitempty"`
+}
+
+// CertificatesStatus is where the certificates stand.
+type CertificatesStatus struct {
+	// NextCheck is when a certificate is next due, or a CA bundle next drops
+	// an expired certificate.
+	NextCheck *metav1.Time `json:"nextCheck,omitempty"`
+	// Reason and Message say why the certificates could not be kept valid;
+	// empty while they are.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // InstallStrategyRef is one accepted install-strategy ConfigMap.

@@ -34,7 +34,8 @@ const ourAnnotationPrefix = "kubevirt.io/virt-operator-"
 
 // HandbackStatus is st without what only this operator writes: its
 // conditions and its status fields (handlerRollout, workloadUpdates,
-// rolloutHold, preflight, history, installStrategies, generations).
+// rolloutHold, preflight, history, installStrategies, generations,
+// certificates).
 // Upstream's fields, the target and observed deployment among them, stay: its
 // operator recomputes its own.
 func HandbackStatus(st v1.KubeVirtStatus) v1.KubeVirtStatus {
@@ -46,7 +47,7 @@ func HandbackStatus(st v1.KubeVirtStatus) v1.KubeVirtStatus {
 		}
 	}
 	out.HandlerRollout, out.WorkloadUpdates, out.RolloutHold, out.Preflight = nil, nil, nil, nil
-	out.History, out.InstallStrategies, out.Generations = nil, nil, nil
+	out.History, out.InstallStrategies, out.Generations, out.Certificates = nil, nil, nil, nil
 	return out
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -208,11 +207,10 @@ func planInput(ctx context.Context, c client.Client, serverVersion func() (*vers
 	if err != nil {
 		return in, UsageError(fmt.Errorf("plan renders the releases this build knows (virt-operator versions): %w", err))
 	}
-	policy, err := certs.PolicyFrom(newKV.Spec.CertificateRotateStrategy)
-	if err != nil {
+	if _, err := certs.PolicyFrom(newKV.Spec.CertificateRotateStrategy); err != nil {
 		return in, UsageError(fmt.Errorf("%s: %w", o.file, err))
 	}
-	desired, err := apply.DesiredState(ctx, c, c.RESTMapper(), s, in.NewConfig, policy, time.Now())
+	desired, err := apply.DesiredState(ctx, c, c.RESTMapper(), s, in.NewConfig)
 	if err != nil {
 		return in, fmt.Errorf("preparing the strategy: %w", err)
 	}
@@ -220,7 +218,7 @@ func planInput(ctx context.Context, c client.Client, serverVersion func() (*vers
 	if current != nil {
 		observed = current.Status.ObservedKubeVirtVersion
 	}
-	in.Steps = apply.Steps(desired, apply.ChoosePath(in.NewConfig.KubeVirtVersion, observed))
+	in.Steps = withoutCertificates(apply.Steps(desired, apply.ChoosePath(in.NewConfig.KubeVirtVersion, observed)))
 	if in.Live, err = apply.LiveObjects(ctx, c, desired); err != nil {
 		return in, err
 	}
@@ -311,4 +309,20 @@ func planPreflight(ctx context.Context, c client.Client, serverVersion func() (*
 		checks = append(checks, preflight.KubernetesOf(rel, info))
 	}
 	return checks, decisions, nil
+}
+
+// withoutCertificates are steps without the certificate Secrets and CA
+// bundles: the certificate controller keeps them valid on its own schedule,
+// whatever a rollout does, so an upgrade neither writes nor waits on them.
+func withoutCertificates(steps []apply.Step) []apply.Step {
+	for i := range steps {
+		var kept []client.Object
+		for _, o := range steps[i].Objects {
+			if !certs.IsCertificateObject(apply.RefOf(o).Kind, o.GetName(), o.GetNamespace()) {
+				kept = append(kept, o)
+			}
+		}
+		steps[i].Objects = kept
+	}
+	return steps
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/virt-operator/virt-operator/config/rbac"
 	"github.com/virt-operator/virt-operator/internal/absentkinds"
 	"github.com/virt-operator/virt-operator/internal/admission"
+	"github.com/virt-operator/virt-operator/internal/controller/certificates"
 	"github.com/virt-operator/virt-operator/internal/controller/eventrecorder"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt"
 	"github.com/virt-operator/virt-operator/internal/controller/workloadupdate"
@@ -242,7 +243,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.Add(events); err != nil {
 		return err
 	}
+	wants := certificates.NewWants()
+	certificateController := &certificates.Reconciler{Client: mgr.GetClient(), Namespace: o.Namespace, Recorder: events, Wants: wants}
+	if err := certificateController.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the certificate controller: %w", err)
+	}
 	reconciler := &kubevirt.Reconciler{
+		Certificates:    wants,
 		ServerVersion:   dc.ServerVersion,
 		Resources:       dc.ServerResourcesForGroupVersion,
 		Client:          mgr.GetClient(),

@@ -25,6 +25,7 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/certs"
+	"github.com/virt-operator/virt-operator/internal/controller/certificates"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
@@ -32,11 +33,13 @@ import (
 )
 
 // upgradeEnv is a cluster on v1.8.4 (observed, its strategy cached) whose CR
-// now asks for something else, through a fake client and a fake clock.
+// now asks for something else, through a fake client and a fake clock, with
+// the KubeVirt controller and the certificate controller.
 type upgradeEnv struct {
 	t     *testing.T
 	c     client.WithWatch
 	r     *Reconciler
+	certs *certificates.Reconciler
 	clock *clocktesting.FakeClock
 	key   types.NamespacedName
 	// writes are the certificate writes in order ("Secret kubevirt-ca", ...).
@@ -52,9 +55,16 @@ var heldT0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
 func newUpgradeEnv(t *testing.T, spec func(*v1.KubeVirtSpec)) *upgradeEnv {
 	t.Helper()
+	return newUpgradeEnvFrom(t, "v1.8.4", spec)
+}
+
+// newUpgradeEnvFrom is upgradeEnv from the release imageTag names, whose CR
+// then asks for v1.9.0 and spec's edits.
+func newUpgradeEnvFrom(t *testing.T, imageTag string, spec func(*v1.KubeVirtSpec)) *upgradeEnv {
+	t.Helper()
 	e := &upgradeEnv{t: t, clock: clocktesting.NewFakeClock(heldT0), key: types.NamespacedName{Namespace: "kubevirt", Name: "kubevirt"}}
 	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt", Generation: 2,
-		Finalizers: []string{metadata.KubeVirtFinalizer}}, Spec: v1.KubeVirtSpec{ImageTag: "v1.8.4"}}
+		Finalizers: []string{metadata.KubeVirtFinalizer}}, Spec: v1.KubeVirtSpec{ImageTag: imageTag}}
 	observed := strategyFor(t, kv)
 	kv.Status = v1.KubeVirtStatus{Phase: v1.KubeVirtPhaseDeployed}
 	setTarget(&kv.Status, observed.cfg)
@@ -70,10 +80,13 @@ func newUpgradeEnv(t *testing.T, spec func(*v1.KubeVirtSpec)) *upgradeEnv {
 		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
 			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
 		}).
-		WithInterceptorFuncs(interceptor.Funcs{Patch: e.recordPatch, Apply: e.recordApply}).Build()
+		WithInterceptorFuncs(interceptor.Funcs{Patch: e.recordPatch, Apply: e.recordApply, Create: e.recordCreate, Update: e.recordUpdate}).Build()
+	recorder := events.NewFakeRecorder(10000)
+	wants := certificates.NewWants()
 	e.r = &Reconciler{Client: e.c, APIReader: e.c, Namespace: "kubevirt", Env: operatorEnv, ServiceAccount: "virt-operator",
-		Clock: e.clock, Recorder: events.NewFakeRecorder(10000)}
-	// v1.8.4 runs: what a pass at rest keeps (re)creates it.
+		Clock: e.clock, Recorder: recorder, Certificates: wants}
+	e.certs = &certificates.Reconciler{Client: e.c, Namespace: "kubevirt", Clock: e.clock, Recorder: recorder, Wants: wants}
+	// The observed release runs: what a pass at rest keeps (re)creates it.
 	if _, err := e.reconcile(); err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +130,20 @@ func (e *upgradeEnv) recordPatch(ctx context.Context, c client.WithWatch, obj cl
 	return c.Patch(ctx, obj, patch, opts...)
 }
 
+func (e *upgradeEnv) recordCreate(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+	if err := e.record(apply.RefOf(obj).Kind, obj.GetNamespace(), obj.GetName()); err != nil {
+		return err
+	}
+	return c.Create(ctx, obj, opts...)
+}
+
+func (e *upgradeEnv) recordUpdate(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+	if err := e.record(apply.RefOf(obj).Kind, obj.GetNamespace(), obj.GetName()); err != nil {
+		return err
+	}
+	return c.Update(ctx, obj, opts...)
+}
+
 func (e *upgradeEnv) recordApply(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	u := obj.(interface {
 		GetKind() string
@@ -147,9 +174,16 @@ func (e *upgradeEnv) record(kind, namespace, name string) error {
 	return nil
 }
 
+// reconcile runs a KubeVirt pass, the certificate controller's pass it
+// asks for, and the KubeVirt pass that follows, as the manager would.
 func (e *upgradeEnv) reconcile() (reconcile.Result, error) {
 	e.t.Helper()
-	return e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: e.key})
+	req := reconcile.Request{NamespacedName: e.key}
+	_, _ = e.r.Reconcile(context.Background(), req)
+	if _, err := e.certs.Reconcile(context.Background(), req); err != nil {
+		return reconcile.Result{}, err
+	}
+	return e.r.Reconcile(context.Background(), req)
 }
 
 func (e *upgradeEnv) kubevirt() *v1.KubeVirt {
@@ -216,32 +250,54 @@ func (e *upgradeEnv) checkCertificates(now time.Time) {
 // Whatever holds an upgrade, every certificate stays valid over 72 hours (a
 // leaf lives 24 hours), the operator's own webhook certificate among them, so
 // the API server can still call virt-operator-validator and the KubeVirt CR
-// stays editable.
+// stays editable; and so do the certificates of a component only the running
+// deployment has, while the held target drops it (review 4 F4: they were
+// emptied on the first pass, or expired after a day unheld).
 func TestCertificatesStayValidWhileTheUpgradeIsHeld(t *testing.T) {
+	dropTemplate := func(s *v1.KubeVirtSpec) {
+		s.Paused = true
+		s.Configuration.DeveloperConfiguration = &v1.DeveloperConfiguration{DisabledFeatureGates: []string{"Template"}}
+	}
 	for _, tc := range []struct {
 		name      string
+		from      string // the release running; v1.8.4 when empty
 		spec      func(*v1.KubeVirtSpec)
 		env       func(*upgradeEnv)
 		wantCause string // the reason status names
+		kept      string // a certificate only the running deployment has
 	}{
-		{"paused", func(s *v1.KubeVirtSpec) { s.Paused = true }, nil, ReasonRolloutPaused},
-		{"outside the rollout windows", func(s *v1.KubeVirtSpec) {
+		{name: "paused, the target without virt-template", from: "v1.9.0", spec: dropTemplate, wantCause: ReasonRolloutPaused, kept: certs.SecretTemplateWebhook},
+		{name: "a paused rollback, the target without virt-handler's monitoring client", from: "v1.9.0",
+			spec: func(s *v1.KubeVirtSpec) { s.Paused, s.ImageTag = true, "v1.8.4" }, wantCause: ReasonRolloutPaused, kept: certs.SecretHandlerMonitoringClient},
+		{name: "an unheld rollback that never finishes", from: "v1.9.0",
+			spec: func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.8.4" }, kept: certs.SecretHandlerMonitoringClient},
+		{name: "paused", spec: func(s *v1.KubeVirtSpec) { s.Paused = true }, wantCause: ReasonRolloutPaused},
+		{name: "outside the rollout windows", spec: func(s *v1.KubeVirtSpec) {
 			s.RolloutWindows = []v1.MaintenanceWindow{{Days: []v1.Weekday{"Sunday"}, Start: "02:00", Duration: v1.Duration{Duration: time.Hour}}}
-		}, nil, ReasonOutsideRolloutWindows},
-		{"a failing preflight", func(*v1.KubeVirtSpec) {}, func(e *upgradeEnv) {
+		}, wantCause: ReasonOutsideRolloutWindows},
+		{name: "a failing preflight", spec: func(*v1.KubeVirtSpec) {}, env: func(e *upgradeEnv) {
 			e.r.ServerVersion = func() (*version.Info, error) { return &version.Info{Major: "1", Minor: "20"}, nil }
-		}, ReasonPreflight},
-		{"a strategy Job that never delivers", func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.O" }, nil, ""},
-		{"a customization that does not apply", func(s *v1.KubeVirtSpec) {
+		}, wantCause: ReasonPreflight},
+		{name: "a strategy Job that never delivers", spec: func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.O" }},
+		{name: "a customization that does not apply", spec: func(s *v1.KubeVirtSpec) {
 			s.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{ResourceName: "virt-api", ResourceType: "Deployment",
 				Type: v1.JSONPatchType, Patch: `[{"op":"replace","path":"/spec/noSuchField/x","value":1}]`}}
-		}, nil, ReasonInvalidCustomization},
-		{"an invalid config", func(s *v1.KubeVirtSpec) { s.SynchronizationPort = "http" }, nil, ReasonInvalidConfig},
-		{"a later write failing", func(*v1.KubeVirtSpec) {}, func(e *upgradeEnv) { e.failWrites = "CustomResourceDefinition" }, ReasonDeploymentFailed},
+		}, wantCause: ReasonInvalidCustomization},
+		{name: "an invalid config", spec: func(s *v1.KubeVirtSpec) { s.SynchronizationPort = "http" }, wantCause: ReasonInvalidConfig},
+		{name: "a later write failing", spec: func(*v1.KubeVirtSpec) {}, env: func(e *upgradeEnv) { e.failWrites = "CustomResourceDefinition" }, wantCause: ReasonDeploymentFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newUpgradeEnv(t, tc.spec)
+			from := tc.from
+			if from == "" {
+				from = "v1.8.4"
+			}
+			e := newUpgradeEnvFrom(t, from, tc.spec)
+			if tc.kept != "" {
+				if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "kubevirt", Name: tc.kept}, &corev1.Secret{}); err != nil {
+					t.Fatalf("%s does not run on %s: %v", tc.kept, from, err)
+				}
+			}
 			if tc.env != nil {
 				tc.env(e)
 			}
@@ -259,9 +315,12 @@ func TestCertificatesStayValidWhileTheUpgradeIsHeld(t *testing.T) {
 			if renewed["Secret "+certs.SecretOperator] < 3 {
 				t.Fatalf("the operator's webhook certificate was written %d times in 72 hours, want at least 3 (issued, renewed, renewed)", renewed["Secret "+certs.SecretOperator])
 			}
+			if tc.kept != "" && renewed["Secret "+tc.kept] < 2 {
+				t.Fatalf("%s, which only the running deployment has, was written %d times in 72 hours, want it renewed", tc.kept, renewed["Secret "+tc.kept])
+			}
 			kv := e.kubevirt()
-			if kv.Status.ObservedKubeVirtVersion != "v1.8.4" {
-				t.Fatalf("the upgrade went through")
+			if kv.Status.ObservedKubeVirtVersion != from {
+				t.Fatalf("the rollout went through")
 			}
 			held := tc.wantCause
 			if h := kv.Status.RolloutHold; h != nil {

@@ -21,7 +21,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/activecr"
-	"github.com/virt-operator/virt-operator/internal/certs"
+	"github.com/virt-operator/virt-operator/internal/controller/certificates"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/strategysource"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
@@ -61,8 +61,10 @@ type Reconciler struct {
 	// on a fake client) does not wait.
 	Resources storedversions.Resources
 
-	// Issuer issues certificates (its key source can be set in tests).
-	Issuer certs.Issuer
+	// Certificates is where the certificates the deployments need are asked
+	// of the certificate controller; nil: none runs (unit tests of other
+	// phases), and the object phase does not wait for it.
+	Certificates *certificates.Wants
 
 	// What the reconciler keeps in memory, and why none of it belongs in the
 	// status or the cache, is listed in the package documentation.

@@ -21,8 +21,8 @@
 //	strategies    the trusted strategies of the target and the
 //	              observed deployment, prepared (package
 //	              strategysource)                               → s.strategies, s.target, s.observed (strategies.go)
-//	certificates  every certificate valid, from the target's
-//	              strategy else the observed one's              → s.certs (certificates.go)
+//	certificates  the certificates the deployments need, asked of
+//	              the certificate controller                    → s.certificatesServed (certwants.go)
 //	hold          spec.paused, spec.rolloutWindows, preflight   → s.hold, s.preflight (hold.go, preflight.go)
 //	objects       roll the target out step by step, the
 //	              virt-handler canary included, or while held

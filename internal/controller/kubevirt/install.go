@@ -21,8 +21,9 @@ import (
 //  2. target: the deployment config and ID (needs a valid spec and environment);
 //  3. strategies: the target's (the strategy Job's lifecycle) and the observed
 //     deployment's, each prepared (customized) for its config;
-//  4. certificates: kept valid from the target's strategy, else the observed
-//     one's, whatever the rollout does (see certificates.go);
+//  4. certificates: the certificates the deployments need, asked of the
+//     certificate controller, which keeps them valid in a loop of its own
+//     (certwants.go);
 //  5. hold: spec.paused, spec.rolloutWindows, then an upgrade's preflight;
 //  6. objects: the target's, step by step; while held, or with no target
 //     strategy to go to, what runs is repaired and nothing new starts;
@@ -39,9 +40,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if err := r.observeRetained(ctx, s); err != nil {
 		return r.retry(ctx, s, ReasonDeploymentFailed, "Reading the retained CRDs failed", err)
 	}
-	if err := r.reconcileCertificates(ctx, s); err != nil {
-		return r.retry(ctx, s, ReasonCertificatesFailed, "Keeping the certificates valid failed", err)
-	}
+	r.wantCertificates(s)
 	s.hold = rolloutHold(s)
 	if err := r.runPreflight(ctx, s); err != nil {
 		// A preflight that cannot run holds the rollout like one that fails;

@@ -25,8 +25,8 @@ const writeWorkers = 8
 // the certificates, then rolls the target out step by step or, while the
 // rollout is held or has no target to go to, keeps what runs.
 func (r *Reconciler) reconcileObjects(ctx context.Context, s *scope) error {
-	if s.certs == nil {
-		return nil // no strategy yet: nothing runs, nothing to write
+	if !s.certificatesServed {
+		return nil // the certificate controller has not caught up yet: certificatesWait
 	}
 	mapper := r.Client.RESTMapper()
 	schedulable, err := apply.SchedulableNodes(ctx, r.Client)
@@ -38,7 +38,7 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, s *scope) error {
 			continue
 		}
 		apply.ScaleAPI(d.prepared, d.cfg, schedulable)
-		desired, err := apply.Complete(d.prepared, s.certs, d.cfg, mapper)
+		desired, err := apply.Complete(d.prepared, d.cfg, mapper)
 		if err != nil {
 			return err
 		}
@@ -61,7 +61,6 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 		return err
 	}
 	apply.CarryStamps(desired, live, r.sameTemplate(ctx))
-	certificates := certificateRefs(s.certs)
 	steps := apply.Steps(desired, apply.ChoosePath(s.cfg.KubeVirtVersion, s.kv.Status.ObservedKubeVirtVersion))
 	for i, step := range steps {
 		if step.Name == apply.StepVirtHandler {
@@ -79,7 +78,7 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 			}
 			maps.Copy(live, others)
 		}
-		writes := withoutRefs(apply.Writes(apply.Plan(step.Objects, live, s.generations)), certificates)
+		writes := withoutCertificates(apply.Writes(apply.Plan(step.Objects, live, s.generations)))
 		if err := r.migrateStoredVersions(ctx, s, writes); err != nil {
 			return err
 		}
@@ -130,7 +129,7 @@ func (r *Reconciler) keepRunning(ctx context.Context, s *scope) error {
 		apply.CarryStamps(s.observed.desired, live, r.sameTemplate(ctx))
 	}
 	writes, held := apply.PlanKeep(target, running, live, s.generations)
-	if err := r.write(ctx, s, withoutRefs(writes, certificateRefs(s.certs))); err != nil {
+	if err := r.write(ctx, s, withoutCertificates(writes)); err != nil {
 		return err
 	}
 	if len(steps) == 0 {
@@ -282,17 +281,6 @@ func describe(a apply.Action) string {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
-
-// withoutRefs is actions without those on the objects in refs.
-func withoutRefs(actions []apply.Action, refs map[apply.ObjectRef]bool) []apply.Action {
-	out := actions[:0:0]
-	for _, a := range actions {
-		if !refs[apply.RefOf(a.Object)] {
-			out = append(out, a)
-		}
-	}
-	return out
-}
 
 func anyRef(objs []client.Object, refs map[apply.ObjectRef]bool) bool {
 	for _, o := range objs {

@@ -5,7 +5,6 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
-	"github.com/virt-operator/virt-operator/internal/certs"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/report"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/strategysource"
 	"github.com/virt-operator/virt-operator/internal/deployid"
@@ -41,9 +40,9 @@ type scope struct {
 	// the deployment that last rolled out everywhere, when it differs.
 	target, observed *deployment
 
-	// certs are the certificates the certificate phase filled and wrote; nil
-	// when there was no strategy to take them from.
-	certs *certs.Result
+	// certificatesServed: the certificate controller keeps valid the
+	// certificates of the deployments this pass prepared.
+	certificatesServed bool
 
 	// hold is why the rollout starts nothing new (spec.paused, the windows, a
 	// preflight); nil when nothing holds it. Step is set where it held.
@@ -81,7 +80,7 @@ type deployment struct {
 	// (apply.Prepare); nil when a customization does not apply.
 	prepared *strategy.Strategy
 	// desired is the desired state (apply.Complete), once the certificates are
-	// filled; nil before that or when it cannot be built.
+	// served; nil before that or when it cannot be built.
 	desired *strategy.Strategy
 }
 

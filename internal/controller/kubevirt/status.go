@@ -72,9 +72,12 @@ func setNormal(next *v1.KubeVirtStatus, s *scope, operatorVersion string, now me
 // outcome is the State upstream's conditions are derived from: the pass's
 // problem first, then rolled over, else in progress (held or not).
 func outcome(next *v1.KubeVirtStatus, s *scope) State {
-	switch {
+	switch c := next.Certificates; {
 	case s.Problem != nil:
 		return State{Kind: StateFailed, Reason: s.Problem.Reason, Message: s.Problem.Message, Created: s.created}
+	case c != nil && c.Reason != "":
+		// The certificate controller's problem (its own Warning told users).
+		return State{Kind: StateFailed, Reason: c.Reason, Message: c.Message, Created: s.created}
 	case s.rolledOver:
 		return State{Kind: StateAvailable, Created: true}
 	}
