@@ -235,7 +235,7 @@ func TestMigrationProbe(t *testing.T) {
 			canaryObs(PhaseVerifying, probeRunning(probing("b", move(0, Off, "Succeeded"), move(1, Onto, "")), since(DefaultProbeTimeout)),
 				&DataPlane{VMIs: []apiv1.VirtualMachineInstance{vmi("b", "node-0", movedBy("m1", "node-2", "node-0", true, false, ""))},
 					Migrations: []apiv1.VirtualMachineInstanceMigration{probeMigration(1, Onto, "b", apiv1.MigrationSucceeded)}}),
-			want{phase: PhaseIncreasing, state: CheckPassed, message: "VMI default/b moved off, onto and is back on node node-0 (2 migrations, 40s)"}},
+			want{phase: PhaseIncreasing, state: CheckPassed, message: "VMI default/b moved off node node-0 and back onto it (2 live migrations in 40s)"}},
 		{"the VMI gone after a move fails the probe", probeOn("app=probe"),
 			canaryObs(PhaseVerifying, probeRunning(probing("b", move(0, Onto, "Succeeded"), ProbeMove{Direction: Off}, ProbeMove{Direction: Onto}), since(DefaultProbeTimeout)),
 				&DataPlane{VMIs: []apiv1.VirtualMachineInstance{vmi("b", "node-0", vmiPhase(apiv1.VMIFailed))}}),

@@ -145,7 +145,7 @@ func newProbeWorld(pp *ProbePolicy, key, node string, dp *DataPlane, migrations 
 	}
 	for i := range dp.Migrations {
 		m := &dp.Migrations[i]
-		if idx, ok := w.moveIndex(m); ok {
+		if idx, ok := w.moveIndex(m); ok && key != "" {
 			w.mine[idx] = m
 		}
 	}
@@ -284,7 +284,7 @@ func (pl *planner) stepProbe(w *probeWorld, ps *ProbeState, r *CheckResult) (fai
 		return false
 	}
 	r.State, r.FinishedAt = CheckPassed, now
-	r.Message = fmt.Sprintf("VMI %s moved %s and is back on node %s (%d migrations, %s)", ps.VMI(), moveList(ps.Moves), ps.Node,
+	r.Message = fmt.Sprintf("VMI %s moved %s (%d live migrations in %s)", ps.VMI(), sequenceText(ps.Moves, ps.Node),
 		len(ps.Moves), now.Sub(r.Deadline.Add(-w.pp.Timeout)).Round(time.Second))
 	return false
 }
@@ -539,11 +539,11 @@ func directionWord(d Direction) string {
 	return "onto"
 }
 
-// moveList is "off, onto" for the moves.
-func moveList(moves []ProbeMove) string {
-	var out []string
-	for _, m := range moves {
-		out = append(out, directionWord(m.Direction))
+// sequenceText says where the moves take the VMI: "off node-0 and back onto
+// it", or "onto node-0, off it and back onto it".
+func sequenceText(moves []ProbeMove, node string) string {
+	if len(moves) > 0 && moves[0].Direction == Off {
+		return "off node " + node + " and back onto it"
 	}
-	return strings.Join(out, ", ")
+	return "onto node " + node + ", off it and back onto it"
 }
