@@ -300,10 +300,11 @@ func (pl *planner) watchCanaryVMIs() {
 
 // judgeWatched is the first watched VMI the canary lost, and how; "" when
 // none. A VMI is lost when it failed, is in any phase but Running and
-// Succeeded (its guest shut down), runs elsewhere with no completed migration
-// from its node, or was replaced by a new VMI of the same name (its VM
-// restarted it). One deleted and not replaced, or being deleted, was stopped
-// by its owner and is not held against the canary.
+// Succeeded (its guest shut down), runs on no node, or was replaced by a new
+// VMI of the same name (its VM restarted it). One on another node was moved
+// by a live migration (the only way a VMI changes nodes; the probe moves
+// one), and one deleted and not replaced, or being deleted, was stopped by
+// its owner: neither is held against the canary.
 func (pl *planner) judgeWatched() (vmi, why string) {
 	dp := pl.obs.DataPlane
 	if dp == nil || pl.st.Checks.result(CheckCanaryVMIs) == nil {
@@ -324,18 +325,11 @@ func (pl *planner) judgeWatched() (vmi, why string) {
 		case v.DeletionTimestamp != nil, v.Status.Phase == apiv1.VMISucceeded:
 		case v.Status.Phase != apiv1.VMIRunning:
 			return w.String(), fmt.Sprintf("VMI %s is %s on node %s", w, orUnset(string(v.Status.Phase)), w.Node)
-		case v.Status.NodeName == w.Node, movedOff(v, w.Node):
-		default:
-			return w.String(), fmt.Sprintf("VMI %s lost its node %s: it reports node %q with no completed migration from it", w, w.Node, v.Status.NodeName)
+		case v.Status.NodeName == "":
+			return w.String(), fmt.Sprintf("VMI %s lost its node %s: it runs on no node", w, w.Node)
 		}
 	}
 	return "", ""
-}
-
-// movedOff: the VMI's last migration left node and completed.
-func movedOff(vmi *apiv1.VirtualMachineInstance, node string) bool {
-	ms := vmi.Status.MigrationState
-	return ms != nil && ms.Completed && !ms.Failed && ms.SourceNode == node && ms.TargetNode == vmi.Status.NodeName
 }
 
 func orUnset(s string) string {
@@ -369,6 +363,7 @@ func (pl *planner) verifying() Phase {
 		st.Message = what + ": the canary bakes again before its data-plane checks go on"
 		return PhaseCanary
 	}
+	pl.watchCanaryVMIs() // when turned on after the canary began
 	if r := pl.begin(CheckCanaryPod); r != nil {
 		if why := pl.nodeUnschedulable(); why != "" {
 			return pl.failCheck(CheckCanaryPod, "", why)

@@ -120,14 +120,25 @@ func TestSequenceMigrationProbe(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		refuse bool
-	}{{"a healthy canary", false}, {"a canary that refuses migrations", true}} {
+		at     string // the node the probe's VMI starts on
+		moves  int
+	}{
+		{"a healthy canary, the VMI elsewhere", false, "node-1", 3},
+		{"a healthy canary, the VMI one of the canary node's watched VMIs", false, "node-0", 2},
+		{"a canary that refuses migrations", true, "node-1", 1},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sim := &migrationSim{vmis: []apiv1.VirtualMachineInstance{vmi("probe-vm", "node-1"), vmi("other", "node-2", unlabelled)},
+			sim := &migrationSim{vmis: []apiv1.VirtualMachineInstance{vmi("probe-vm", tc.at), vmi("other", "node-0", unlabelled)},
 				started: map[string]time.Time{}, refuse: map[string]bool{"node-0": tc.refuse}, runFor: 3 * time.Second,
 				nodes: []string{"node-0", "node-1", "node-2"}}
 			users := []Migration{{Namespace: "default", Name: "users", SourceNode: "node-1", TargetNode: "node-2"}}
 			p := withChecks(DataPlaneChecks{CanaryVMIs: true, CanaryPod: true, Probe: probeOn("app=probe").Probe})
 			obs := canaryObs(PhaseVerifying, Checks{}, &DataPlane{})
+			if tc.at == "node-1" {
+				users[0].SourceNode = "node-1"
+			} else {
+				users[0].SourceNode, users[0].TargetNode = "node-0", "node-2"
+			}
 			var d Decision
 			for sec := 100; sec < 400; sec++ {
 				now := at(sec)
@@ -143,7 +154,7 @@ func TestSequenceMigrationProbe(t *testing.T) {
 				}
 				if d.CreateMigration != nil {
 					if sec < 106 {
-						t.Fatalf("at %ds the probe created %s while migration default/users ran on node-1", sec, d.CreateMigration.Name)
+						t.Fatalf("at %ds the probe created %s while migration default/users ran on its VMI's node", sec, d.CreateMigration.Name)
 					}
 					if err := sim.create(d.CreateMigration, now); err != nil {
 						t.Fatalf("at %ds: %v", sec, err)
@@ -164,13 +175,15 @@ func TestSequenceMigrationProbe(t *testing.T) {
 			vm := sim.vmi("probe-vm")
 			r := d.State.Checks.result(CheckMigrationProbe)
 			if tc.refuse {
-				if d.Phase != PhaseFailed || !d.Rollback || r.State != CheckFailed || vm.Status.Phase != apiv1.VMIRunning || vm.Status.NodeName != "node-1" {
+				if d.Phase != PhaseFailed || !d.Rollback || r.State != CheckFailed || vm.Status.Phase != apiv1.VMIRunning || vm.Status.NodeName != tc.at ||
+					len(sim.migrations) != tc.moves {
 					t.Fatalf("phase %s, rollback %v, probe %+v, VMI on %s (%s)", d.Phase, d.Rollback, r, vm.Status.NodeName, vm.Status.Phase)
 				}
 				t.Logf("failed: %s", d.State.Message)
 				return
 			}
-			if d.Phase != PhaseIncreasing || r.State != CheckPassed || vm.Status.NodeName != "node-0" || len(sim.migrations) != 3 {
+			if d.Phase != PhaseIncreasing || r.State != CheckPassed || vm.Status.NodeName != "node-0" || len(sim.migrations) != tc.moves ||
+				(tc.at == "node-0") != (len(d.State.Checks.Watched) == 2) {
 				t.Fatalf("phase %s, probe %+v, VMI on %s, %d migrations (%s)", d.Phase, r, vm.Status.NodeName, len(sim.migrations), d.State.Message)
 			}
 			for _, c := range d.State.Checks.Results {

@@ -39,10 +39,13 @@ func TestCanaryVMIsCheck(t *testing.T) {
 			PhaseFailed, nil, "VMI default/a was restarted"},
 		{"one in phase Unknown is lost", baking(watching, vmi("a", "node-0", vmiPhase(apiv1.VMIUnknown))),
 			PhaseFailed, nil, "VMI default/a is Unknown on node node-0"},
-		{"one on another node with no completed migration lost its node", baking(watching, vmi("a", "node-2")),
-			PhaseFailed, nil, `lost its node node-0: it reports node "node-2"`},
-		{"one moved off by a completed migration is fine", baking(watching, vmi("a", "node-0", movedBy("m1", "node-0", "node-2", true, false, ""))),
+		{"one that runs on no node lost it", baking(watching, vmi("a", "")),
+			PhaseFailed, nil, "VMI default/a lost its node node-0: it runs on no node"},
+		{"one moved off by a live migration is fine", baking(watching, vmi("a", "node-0", movedBy("m1", "node-0", "node-2", true, false, ""))),
 			PhaseCanary, []string{"default/a"}, ""},
+		{"one moved off and now migrating back is fine", baking(watching, vmi("a", "node-2", func(v *apiv1.VirtualMachineInstance) {
+			v.Status.MigrationState = &apiv1.VirtualMachineInstanceMigrationState{MigrationUID: "m2", SourceNode: "node-2", TargetNode: "node-0"}
+		})), PhaseCanary, []string{"default/a"}, ""},
 		{"one whose guest shut down is not held against the canary", baking(watching, vmi("a", "node-0", vmiPhase(apiv1.VMISucceeded))),
 			PhaseCanary, []string{"default/a"}, ""},
 		{"one deleted by its owner is not held against it", baking(watching), PhaseCanary, []string{"default/a"}, ""},
