@@ -44,8 +44,11 @@ func PreviewChecks(p Policy, canaryNodes []string, dp DataPlane, migrations []Mi
 				n++
 			}
 		}
-		out = append(out, CheckPreview{Name: CheckCanaryVMIs,
-			Plan: fmt.Sprintf("the %d VMIs running on %s must stay Running through the bake and the checks", n, on)})
+		plan := fmt.Sprintf("the %d VMIs running on %s must stay Running through the bake and the checks", n, on)
+		if n == 0 {
+			plan = "no VMI runs on " + on + " now; those running there when the canary begins must stay Running through the bake and the checks"
+		}
+		out = append(out, CheckPreview{Name: CheckCanaryVMIs, Plan: plan})
 	}
 	if p.Checks.CanaryPod {
 		out = append(out, CheckPreview{Name: CheckCanaryPod,

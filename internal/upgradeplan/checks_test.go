@@ -57,7 +57,7 @@ func TestMakeShowsTheDataPlaneChecks(t *testing.T) {
 	for _, want := range []string{
 		"canary on node-0, then the fast step",
 		"data-plane checks after the bake, before the fast step (a failed one rolls back):",
-		"CanaryVMIs      the 0 VMIs running on node-0 must stay Running through the bake and the checks",
+		"CanaryVMIs      no VMI runs on node-0 now; those running there when the canary begins must stay Running through the bake and the checks",
 		"MigrationProbe  moves VMI default/probe-vm onto node node-0, off it and back onto it (3 live migrations, one at a time), within 2m0s of the first",
 		"virt-handler data-plane checks", "3 live migrations of the probe, a pod start each",
 	} {
