@@ -181,7 +181,15 @@ func TestMigrationProbe(t *testing.T) {
 	}{
 		{"a VMI on the canary node is moved off it first", probeOn("app=probe"),
 			canaryObs(PhaseVerifying, fresh, &DataPlane{VMIs: []apiv1.VirtualMachineInstance{vmi("b", "node-1"), vmi("a", "node-0")}}),
-			want{phase: PhaseVerifying, state: CheckRunning, create: ProbeMigrationName(key, 0) + " Off -", vmi: "default/a", deadline: at(100).Add(DefaultProbeTimeout)}},
+			want{phase: PhaseVerifying, state: CheckRunning, create: ProbeMigrationName(key, 0) + " Off node-1", vmi: "default/a", deadline: at(100).Add(DefaultProbeTimeout)}},
+		{"off the canary node it goes to a node no other migration touches", probeOn("app=probe"),
+			canaryObs(PhaseVerifying, fresh, &DataPlane{VMIs: []apiv1.VirtualMachineInstance{vmi("a", "node-0")}},
+				Migration{Namespace: "default", Name: "users", SourceNode: "node-1", TargetNode: "node-9"}),
+			want{phase: PhaseVerifying, state: CheckRunning, create: ProbeMigrationName(key, 0) + " Off node-2", vmi: "default/a"}},
+		{"with every other node busy it waits", probeOn("app=probe"),
+			canaryObs(PhaseVerifying, fresh, &DataPlane{VMIs: []apiv1.VirtualMachineInstance{vmi("a", "node-0")}},
+				Migration{Namespace: "default", Name: "users", SourceNode: "node-1", TargetNode: "node-2"}),
+			want{phase: PhaseVerifying, state: CheckHolding, message: "waiting: VMI default/a: no other node free of migrations can take it off the canary node"}},
 		{"a VMI elsewhere is moved onto the canary node by its hostname", probeOn("app=probe"),
 			canaryObs(PhaseVerifying, fresh, &DataPlane{VMIs: []apiv1.VirtualMachineInstance{vmi("b", "node-1")}}),
 			want{phase: PhaseVerifying, state: CheckRunning, create: ProbeMigrationName(key, 0) + " Onto node-0", vmi: "default/b"}},
@@ -233,7 +241,7 @@ func TestMigrationProbe(t *testing.T) {
 			canaryObs(PhaseVerifying, probeRunning(probing("b", move(0, Onto, ""), ProbeMove{Direction: Off}, ProbeMove{Direction: Onto}), since(DefaultProbeTimeout)),
 				&DataPlane{VMIs: []apiv1.VirtualMachineInstance{vmi("b", "node-1", movedBy(onto0.UID, "node-1", "node-0", true, false, ""))},
 					Migrations: []apiv1.VirtualMachineInstanceMigration{withPhase(onto0, apiv1.MigrationSucceeded)}}),
-			want{phase: PhaseVerifying, state: CheckRunning, create: ProbeMigrationName(key, 1) + " Off -", deadline: since(DefaultProbeTimeout)}},
+			want{phase: PhaseVerifying, state: CheckRunning, create: ProbeMigrationName(key, 1) + " Off node-1", deadline: since(DefaultProbeTimeout)}},
 		{"every move done, the VMI on the canary node: passed, and the rollout widens", probeOn("app=probe"),
 			canaryObs(PhaseVerifying, probeRunning(probing("b", move(0, Off, "Succeeded"), move(1, Onto, "")), since(DefaultProbeTimeout)),
 				&DataPlane{VMIs: []apiv1.VirtualMachineInstance{vmi("b", "node-0", movedBy("m1", "node-2", "node-0", true, false, ""))},
@@ -437,7 +445,7 @@ func TestChecksPolicyFrom(t *testing.T) {
 }
 
 // created renders the Decision's migration to create: name, direction and
-// the hostname it is pinned to ("-" for none).
+// the hostname it is pinned to.
 func created(d Decision) string {
 	m := d.CreateMigration
 	if m == nil {

@@ -311,19 +311,15 @@ func (pl *planner) startMove(w *probeWorld, ps *ProbeState, i int, vmi *apiv1.Vi
 	if why := w.dp.Limits.Room(w.ix, w.dp.VMIs, vmi.Status.NodeName); why != "" {
 		return why
 	}
-	target := ""
-	switch mv.Direction {
-	case Onto:
+	target := ps.Node
+	if mv.Direction == Onto {
 		if why := workloadupdate.FitsNode(vmi, w.node); why != "" {
 			return "VMI " + ps.VMI() + " cannot go onto the canary node: " + why
 		}
-		target = ps.Node
-	case Off:
-		if why := workloadupdate.NewTargets(w.dp.Nodes).Why(vmi); why != "" {
-			return "VMI " + ps.VMI() + " cannot leave the canary node: " + why
-		}
+	} else if target = w.offTarget(vmi); target == "" {
+		return "VMI " + ps.VMI() + " cannot leave the canary node: no other node free of migrations can take it"
 	}
-	m := w.migration(i, mv.Direction, vmi)
+	m := w.migration(i, mv.Direction, vmi, target)
 	pl.d.CreateMigration = m
 	mv.Migration, mv.Phase, mv.CreatedAt, mv.From, mv.To = m.Name, "", w.now, vmi.Status.NodeName, target
 	if r.Deadline.IsZero() {
@@ -335,10 +331,23 @@ func (pl *planner) startMove(w *probeWorld, ps *ProbeState, i int, vmi *apiv1.Vi
 	return ""
 }
 
-// migration is the probe's move i of vmi: onto the canary node by its
-// hostname label (addedNodeSelector), off it anywhere the scheduler puts
-// it (a migration never targets its source node).
-func (w *probeWorld) migration(i int, dir Direction, vmi *apiv1.VirtualMachineInstance) *apiv1.VirtualMachineInstanceMigration {
+// offTarget is where the probe moves vmi off the canary node: the first
+// node by name, other than the canary and the VMI's own, that the VMI fits
+// and no other migration touches; "" when there is none.
+func (w *probeWorld) offTarget(vmi *apiv1.VirtualMachineInstance) string {
+	for _, n := range slices.SortedFunc(slices.Values(w.dp.Nodes), func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) }) {
+		_, busy := w.busy[n.Name]
+		if n.Name != w.nodeName && n.Name != vmi.Status.NodeName && !busy && workloadupdate.FitsNode(vmi, &n) == "" {
+			return n.Name
+		}
+	}
+	return ""
+}
+
+// migration is the probe's move i of vmi to node, pinned there by the
+// node's hostname label (addedNodeSelector): onto the canary node, or off it
+// to a node no other migration touches.
+func (w *probeWorld) migration(i int, dir Direction, vmi *apiv1.VirtualMachineInstance, node string) *apiv1.VirtualMachineInstanceMigration {
 	m := &apiv1.VirtualMachineInstanceMigration{
 		TypeMeta: metav1.TypeMeta{APIVersion: apiv1.GroupVersion.String(), Kind: "VirtualMachineInstanceMigration"},
 		ObjectMeta: metav1.ObjectMeta{Name: ProbeMigrationName(w.key, i), Namespace: vmi.Namespace,
@@ -346,13 +355,13 @@ func (w *probeWorld) migration(i int, dir Direction, vmi *apiv1.VirtualMachineIn
 			Annotations: map[string]string{ProbeDirectionAnnotation: string(dir)}},
 		Spec: apiv1.VirtualMachineInstanceMigrationSpec{VMIName: vmi.Name},
 	}
-	if dir == Onto {
-		host := w.nodeName
-		if w.node != nil && w.node.Labels[corev1.LabelHostname] != "" {
-			host = w.node.Labels[corev1.LabelHostname]
+	host := node
+	for i := range w.dp.Nodes {
+		if n := &w.dp.Nodes[i]; n.Name == node && n.Labels[corev1.LabelHostname] != "" {
+			host = n.Labels[corev1.LabelHostname]
 		}
-		m.Spec.AddedNodeSelector = map[string]string{corev1.LabelHostname: host}
 	}
+	m.Spec.AddedNodeSelector = map[string]string{corev1.LabelHostname: host}
 	return m
 }
 
@@ -398,6 +407,10 @@ func (w *probeWorld) choose() (ps *ProbeState, wait, none string) {
 		}
 		if b := w.busyWith(vmi.Status.NodeName); b != "" {
 			wait = cmpOr(wait, "VMI "+name+": "+b)
+			continue
+		}
+		if onCanary && w.offTarget(vmi) == "" {
+			wait = cmpOr(wait, "VMI "+name+": no other node free of migrations can take it off the canary node")
 			continue
 		}
 		if r := w.dp.Limits.Room(w.ix, w.dp.VMIs, vmi.Status.NodeName); r != "" {
