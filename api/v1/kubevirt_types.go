@@ -135,6 +135,12 @@ type HandlerRolloutPolicy struct {
 	// the pod is replaced all the same, with a Warning Event naming the
 	// migration. 0 waits for no migration.
 	MaxMigrationWait *Duration `json:"maxMigrationWait,omitempty"`
+	// DataPlaneChecks prove that the canary's virt-handler can run VMs before
+	// the rollout widens: VMIs on the canary node stay Running, the canary pod
+	// and its node stay healthy, a live migration onto and off the canary node
+	// succeeds. None by default: the canary widens once it has baked, as
+	// upstream's does.
+	DataPlaneChecks *HandlerDataPlaneChecks `json:"dataPlaneChecks,omitempty"`
 }
 
 // WorkloadUpdateMethod is one way to move a VMI onto new components.
@@ -588,6 +594,19 @@ type HandlerRolloutStatus struct {
 	MigrationWaits []HandlerMigrationWait `json:"migrationWaits,omitempty"`
 	// NodesWaitingForMigrations is how many nodes wait for a migration.
 	NodesWaitingForMigrations int32 `json:"nodesWaitingForMigrations,omitempty"`
+	// DataPlaneChecks are this rollout's data-plane checks
+	// (spec.handlerRollout.dataPlaneChecks), one per check asked for.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=3
+	DataPlaneChecks []HandlerDataPlaneCheck `json:"dataPlaneChecks,omitempty"`
+	// CanaryVMIs are the VMIs that ran on the canary nodes when the canary
+	// began, which the canaryVMIs check watches (the first 256 by name).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	CanaryVMIs []HandlerWatchedVMI `json:"canaryVMIs,omitempty"`
+	// MigrationProbe is the migration probe's progress: the VMI it moves and
+	// its migrations, so a restarted operator resumes it.
+	MigrationProbe *HandlerMigrationProbeStatus `json:"migrationProbe,omitempty"`
 }
 
 // HandlerMigrationWait is one node whose virt-handler pod waits for a migration.

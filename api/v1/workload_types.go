@@ -105,6 +105,8 @@ type VirtualMachineInstanceMigrationState struct {
 	Failed         bool         `json:"failed,omitempty"`
 	AbortRequested bool         `json:"abortRequested,omitempty"`
 	MigrationUID   types.UID    `json:"migrationUid,omitempty"`
+	// FailureReason says why a failed migration failed.
+	FailureReason string `json:"failureReason,omitempty"`
 }
 
 // VirtualMachineInstanceMigration asks for one VMI to be live-migrated.
@@ -147,6 +149,9 @@ type VirtualMachineInstanceMigrationSpec struct {
 	// VMIName is the VMI to migrate, in the migration's namespace.
 	VMIName  string             `json:"vmiName,omitempty"`
 	Priority *MigrationPriority `json:"priority,omitempty"`
+	// AddedNodeSelector restricts the nodes the VMI may migrate to, on top of
+	// its own node selector and affinity (which win where keys collide).
+	AddedNodeSelector map[string]string `json:"addedNodeSelector,omitempty"`
 }
 
 // VirtualMachineInstanceMigrationPhase is a migration's lifecycle phase.

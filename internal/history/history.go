@@ -32,8 +32,9 @@ const (
 	StageInstallStrategy = "InstallStrategy" // the strategy Job runs, or the cache is read
 	StageApplying        = "Applying"        // objects written, components rolling over
 	StageHandlerCanary   = "VirtHandlerCanary"
-	StageHandlerRollout  = "VirtHandlerRollout" // the fast step
-	StageControlPlane    = "ControlPlane"       // what rolls after virt-handler
+	StageHandlerChecks   = "VirtHandlerDataPlaneChecks" // the canary's data-plane checks, after its bake
+	StageHandlerRollout  = "VirtHandlerRollout"         // the fast step
+	StageControlPlane    = "ControlPlane"               // what rolls after virt-handler
 )
 
 // Observation is what one reconcile saw of the deployment towards TargetID.

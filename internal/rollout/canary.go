@@ -19,6 +19,13 @@ func (pl *planner) canary() Phase {
 	if len(st.CanaryNodes) < pl.p.CanarySize {
 		st.CanaryNodes = append(st.CanaryNodes, v.pickCanaries(pl.p.CanarySize, target, st.CanaryNodes...)...)
 	}
+	if pl.p.Checks.Any() {
+		pl.startChecks()
+		pl.watchCanaryVMIs()
+		if vmi, why := pl.judgeWatched(); why != "" {
+			return pl.failCheck(CheckCanaryVMIs, vmi, why)
+		}
+	}
 	if len(st.CanaryNodes) == 0 {
 		st.Message = "no node runs a virt-handler pod to use as canary"
 		if v.old == 0 && v.terminating == 0 {
@@ -86,6 +93,10 @@ func (pl *planner) canary() Phase {
 		st.Message = fmt.Sprintf("canary %s on %s ready, baking %s of %s",
 			strings.Join(st.CanaryPods, ","), strings.Join(st.CanaryNodes, ","),
 			baked.Round(time.Second), pl.p.BakeTime)
+		if pl.p.Checks.CanaryVMIs {
+			pl.recheckIn(checkRecheck)
+			st.Message += fmt.Sprintf("; %d VMIs on it must stay Running", len(st.Checks.Watched))
+		}
 		return PhaseCanary
 	}
 	st.Message = fmt.Sprintf("canary %s on %s ready for %s with no restart",
@@ -93,6 +104,9 @@ func (pl *planner) canary() Phase {
 	if pl.obs.Paused {
 		st.Message = "paused; " + st.Message + ": the rollout widens once resumed"
 		return PhaseCanary
+	}
+	if pl.p.Checks.Any() {
+		return PhaseVerifying
 	}
 	return PhaseIncreasing
 }

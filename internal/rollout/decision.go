@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	apiv1 "github.com/virt-operator/virt-operator/api/v1"
 )
@@ -54,6 +55,12 @@ type Decision struct {
 	// carried over (every pod replaced once more) waits while migrations hold
 	// nodes (State.Waits): CleanupStrategy gives OnDelete.
 	CleanupHeld bool
+	// CreateMigration is the migration probe's next migration (AlreadyExists
+	// means an earlier pass created it).
+	CreateMigration *apiv1.VirtualMachineInstanceMigration
+	// AbortMigrations are probe migrations to delete (abort): the failed
+	// rollout's unfinished one, or an earlier rollout's.
+	AbortMigrations []types.NamespacedName
 	// Event to emit; set only when the phase changes.
 	Event *Event
 	// Degraded, when set, is the message of a Degraded condition.
@@ -103,9 +110,10 @@ func (pl *planner) finish() Decision {
 		st.Waits, st.WaitingNodes = sortedWaits(pl.waits), len(pl.waits)
 	}
 	if changed || st.ProgressAt.IsZero() || pl.v.updated > pl.prev.Updated || pl.v.updatedReady > pl.prev.Ready ||
-		st.Paused != pl.prev.Paused || !sameWaits(pl.prev, *st) {
+		st.Paused != pl.prev.Paused || !sameWaits(pl.prev, *st) || !sameChecks(pl.prev, *st) {
 		// A pause or a resume is progress, and so is a node starting or
-		// ending a wait for a migration: the deadline starts again.
+		// ending a wait for a migration, and a data-plane check or probe
+		// migration moving on: the deadline starts again.
 		st.ProgressAt = now
 	}
 	st.Updated, st.Ready = pl.v.updated, pl.v.updatedReady
@@ -148,5 +156,9 @@ func (pl *planner) status(st State) *apiv1.HandlerRolloutStatus {
 
 		MigrationWaits:            migrationWaitStatus(st.Waits),
 		NodesWaitingForMigrations: int32(st.WaitingNodes),
+
+		DataPlaneChecks: checkStatus(st.Checks.Results),
+		CanaryVMIs:      watchedStatus(st.Checks.Watched),
+		MigrationProbe:  probeStatus(st.Checks.Probe),
 	}
 }

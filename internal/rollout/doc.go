@@ -7,8 +7,14 @@
 // It is pure: no client, no clock (Observation.Now is an input), no logging. The
 // controller reads, calls Plan, applies the Decision and writes Decision.Status.
 //
-// Phases: Started → Canary → Increasing → Waiting → Successful, and Failed from any
-// of them, stored explicitly in status.handlerRollout. Why the DaemonSet is held
+// Phases: Started → Canary → (Verifying) → Increasing → Waiting → Successful,
+// and Failed from any of them, stored explicitly in status.handlerRollout.
+// Verifying runs the data-plane checks spec.handlerRollout.dataPlaneChecks
+// asks for (checks.go, probe.go: the canary VMIs stay Running, the canary pod
+// stays well, a migration probe moves a selected VMI onto and off the canary
+// node); without any the canary widens once baked, as before. The checks'
+// progress is State.Checks, in status; their reads are Observation.DataPlane
+// (NeedsDataPlane), their writes Decision.CreateMigration and AbortMigrations. Why the DaemonSet is held
 // under OnDelete while the canary bakes, the transitions, the invariants the
 // sequence tests check, and the controller's side of the contract (Observation,
 // template writes, rollback, Failed holds) are in docs/design/canary.md.

@@ -9,10 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	apiv1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 )
 
-var fuzzPhases = []Phase{"", PhaseStarted, PhaseCanary, PhaseIncreasing, PhaseWaiting, PhaseSuccessful, PhaseFailed, "Bogus"}
+var fuzzPhases = []Phase{"", PhaseStarted, PhaseCanary, PhaseVerifying, PhaseIncreasing, PhaseWaiting, PhaseSuccessful, PhaseFailed, "Bogus"}
 
 // FuzzPlan: Plan never panics, and what it asks for stays within bounds.
 func FuzzPlan(f *testing.F) {
@@ -67,9 +68,24 @@ func FuzzPlan(f *testing.F) {
 		p.MaxMigrationWait = time.Duration(max(secs%600, 0)) * time.Second
 		obs := Observation{DaemonSet: ds, Pods: ps, Target: newTgt, Previous: prev, SpecChanged: specChanged,
 			GenerationUnknown: genUnknown, Migrations: migs, Now: at(int(secs % 1000))}
+		if strategyBits&0x80 != 0 { // the data-plane checks, over VMIs on the pods' nodes
+			p.Checks = DataPlaneChecks{CanaryVMIs: true, CanaryPod: secs%2 == 0, Probe: probeOn("app=probe").Probe}
+			dp := &DataPlane{Nodes: threeNodes()}
+			for i, b := range podBytes {
+				v := vmi(fmt.Sprintf("v%d", i), fmt.Sprintf("node-%d", int(b>>5)))
+				if b&0x40 != 0 {
+					v.Status.Phase = apiv1.VMIFailed
+				}
+				dp.VMIs = append(dp.VMIs, v)
+			}
+			obs.DataPlane = dp
+		}
 		d, err := Plan(obs, p)
 		if err != nil {
 			return
+		}
+		if d.CreateMigration != nil && d.Phase != PhaseVerifying {
+			t.Fatalf("a probe migration created in phase %s", d.Phase)
 		}
 		if (d.Phase == PhaseStarted || d.Phase == PhaseCanary) && len(d.DeletePods) > p.CanarySize {
 			t.Fatalf("deletes %v with canary size %d", d.DeletePods, p.CanarySize)

@@ -31,7 +31,11 @@ import (
 // MaxMigrationWait of its start) is never deleted, and while such a node's
 // pod is still old the widened rollout is OnDelete (the DaemonSet controller
 // replaces nothing by itself) and the Decision deletes the pods of a fast
-// step's batch elsewhere.
+// step's batch elsewhere. With Policy.Checks, the baked canary goes to
+// Verifying (still OnDelete) and widens only once every check has passed; a
+// failed check fails the rollout with a rollback, as a crash does; the probe
+// has at most one unfinished migration, named from the rollout and the move,
+// and a failed rollout aborts it.
 func Plan(obs Observation, p Policy) (Decision, error) {
 	if err := p.Validate(); err != nil {
 		return Decision{}, err
@@ -47,11 +51,13 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 		h: holdsOf(obs.Migrations, p.MaxMigrationWait, obs.Now)}
 	pl.v.held, pl.v.expired = pl.h.held, pl.h.expired
 	pl.st.CanaryNodes, pl.st.CanaryPods = slices.Clone(prev.CanaryNodes), slices.Clone(prev.CanaryPods)
+	pl.st.Checks = prev.Checks.clone()
 	failedHere := prev.Phase == PhaseFailed && prev.TargetID != "" && prev.TargetID == obs.Target.ID
 
 	switch {
 	case failedHere:
 		pl.st.Phase = PhaseFailed
+		pl.abortProbe() // a probe migration left unfinished (a failed delete) goes now
 		return pl.finish(), nil
 	case obs.SpecChanged:
 		same := prev.TargetID == obs.Target.ID && prev.Phase.Active()
@@ -61,6 +67,7 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 		}
 		if same { // a metadata-only change: same canary, and its crashes still count
 			pl.st.StartedAt, pl.st.CanaryNodes = prev.StartedAt, slices.Clone(prev.CanaryNodes)
+			pl.st.Checks = prev.Checks.clone()
 		}
 	case atRest(obs, prev) && (len(pl.h.held) == 0 || !cleanupPending(obs.DaemonSet, p)):
 		// At rest. A clean-up that migrations hold, or waits to clear from
@@ -102,6 +109,7 @@ func Plan(obs Observation, p Policy) (Decision, error) {
 		// Still the rollout that completed: its start and its canary.
 		pl.st.StartedAt = pl.prev.StartedAt
 		pl.st.CanaryNodes, pl.st.CanaryPods = slices.Clone(pl.prev.CanaryNodes), slices.Clone(pl.prev.CanaryPods)
+		pl.st.Checks = pl.prev.Checks.clone()
 	}
 	return pl.finish(), nil
 }
@@ -173,6 +181,8 @@ func (pl *planner) step() Phase {
 		return pl.started()
 	case PhaseCanary:
 		return pl.canary()
+	case PhaseVerifying:
+		return pl.verifying()
 	case PhaseIncreasing:
 		pl.d.UpdateStrategy = pl.fastStrategy()
 		pl.st.Message = "widening to " + StrategyString(*RollingUpdate(pl.p.FastStep)) + pl.batchSummary()
@@ -274,9 +284,17 @@ func (pl *planner) started() Phase {
 	return PhaseStarted
 }
 
-// fail ends the rollout, naming the first of the crashed updated pods.
+// fail ends the rollout, naming the first of the crashed updated pods; a
+// canary that crashed while its data-plane checks ran fails CanaryPod, and
+// stops the others.
 func (pl *planner) fail(pod *corev1.Pod, crashed int) {
 	widened := pl.st.Phase.widened()
+	defer func() {
+		if r := pl.st.Checks.result(CheckCanaryPod); r != nil && !r.State.Finished() && !widened {
+			r.State, r.Message, r.FinishedAt = CheckFailed, "pod "+pod.Name+" on node "+pod.Spec.NodeName+" crashed ("+restartSummary(pod)+")", pl.obs.Now
+		}
+		pl.stopChecks()
+	}()
 	pl.st.Phase = PhaseFailed
 	pl.st.BakedSince = time.Time{}
 	pl.st.Message = fmt.Sprintf("daemonSet %s rollout failed: pod %s on node %s crashed (%s); rolling back",

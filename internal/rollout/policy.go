@@ -14,8 +14,11 @@ import (
 type Phase string
 
 const (
-	PhaseStarted    Phase = "Started"
-	PhaseCanary     Phase = "Canary"
+	PhaseStarted Phase = "Started"
+	PhaseCanary  Phase = "Canary"
+	// PhaseVerifying runs the data-plane checks between the bake and the
+	// fast step (only when spec.handlerRollout.dataPlaneChecks asks for any).
+	PhaseVerifying  Phase = "Verifying"
 	PhaseIncreasing Phase = "Increasing"
 	PhaseWaiting    Phase = "Waiting"
 	PhaseSuccessful Phase = "Successful"
@@ -25,7 +28,7 @@ const (
 // Active reports whether a rollout in this phase still has work to do.
 func (p Phase) Active() bool {
 	switch p {
-	case PhaseStarted, PhaseCanary, PhaseIncreasing, PhaseWaiting:
+	case PhaseStarted, PhaseCanary, PhaseVerifying, PhaseIncreasing, PhaseWaiting:
 		return true
 	}
 	return false
@@ -58,6 +61,9 @@ type Policy struct {
 	// unfinished migration from or to the node, from the migration's start; 0
 	// waits for none.
 	MaxMigrationWait time.Duration
+	// Checks are the data-plane checks between the bake and the fast step
+	// (none: the canary widens once baked).
+	Checks DataPlaneChecks
 }
 
 // AllowedCrashes is how many crashed updated pods the rollout tolerates once
@@ -239,6 +245,11 @@ func PolicyFrom(spec *apiv1.HandlerRolloutPolicy) (Policy, error) {
 		if spec.MaxCrashing != nil {
 			p.MaxCrashing = *spec.MaxCrashing
 		}
+		checks, err := checksFrom(spec.DataPlaneChecks)
+		if err != nil {
+			return p, fmt.Errorf("spec.handlerRollout.%w", err)
+		}
+		p.Checks = checks
 	}
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("spec.handlerRollout: %w", err)

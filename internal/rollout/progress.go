@@ -31,7 +31,7 @@ func HoldProgress(prev, next *apiv1.HandlerRolloutStatus, lastWrite, now time.Ti
 func sameButProgress(a, b apiv1.HandlerRolloutStatus) bool {
 	return a.Phase == b.Phase && a.CanaryPod == b.CanaryPod && a.CanaryNode == b.CanaryNode &&
 		a.TargetID == b.TargetID && a.StartedAt.Equal(b.StartedAt) && a.PhaseChangeAt.Equal(b.PhaseChangeAt) &&
-		sameWaitStatus(a, b)
+		sameWaitStatus(a, b) && sameCheckStatus(a, b)
 }
 
 // sameWaitStatus: a and b list the same nodes waiting for migrations. A node

@@ -40,6 +40,8 @@ type State struct {
 	// MaxListedWaits); WaitingNodes counts them all. A change is progress.
 	Waits        []NodeWait
 	WaitingNodes int
+	// Checks are the data-plane checks' progress.
+	Checks Checks
 }
 
 // Observation is everything Plan looks at.
@@ -74,7 +76,10 @@ type Observation struct {
 	// be), and while such a node's pod is still old the widened rollout
 	// replaces pods itself under OnDelete, skipping it.
 	Migrations []Migration
-	Now        time.Time
+	// DataPlane is what the data-plane checks read; nil unless
+	// NeedsDataPlane (a check that needs it and lacks it waits).
+	DataPlane *DataPlane
+	Now       time.Time
 }
 
 // StateFromStatus reads the stored state. targetID is the target the stored
@@ -100,6 +105,7 @@ func StateFromStatus(s *apiv1.HandlerRolloutStatus, targetID string) *State {
 		st.Waits = append(st.Waits, NodeWait{Node: w.Node, Migration: w.Migration, Until: w.Until.Time})
 	}
 	st.WaitingNodes = max(int(s.NodesWaitingForMigrations), len(st.Waits))
+	st.Checks = checksFromStatus(s)
 	return st
 }
 

@@ -1,9 +1,9 @@
 // Package statusview renders one screen of an install or upgrade for
 // `virt-operator status`: target and observed version and ID, the changed
 // keys, a held rollout, each component's readiness, the virt-handler canary
-// with a progress bar and the nodes waiting for live migrations, the workload
-// updates draining, estimates from the observed rates, and the last history
-// entries. Render is pure: the command reads the cluster and passes a Snapshot.
+// with a progress bar, the nodes waiting for live migrations and its
+// data-plane checks, the workload updates draining, estimates from the
+// observed rates, and the last history entries. Render is pure: the command reads the cluster and passes a Snapshot.
 package statusview
 
 import (
@@ -155,6 +155,7 @@ func components(s Snapshot) []component {
 			if w := migrationWaits(h, s.Now); w != "" {
 				details = append(details, w)
 			}
+			details = append(details, checkLines(h, s.Now)...)
 		}
 		out = append(out, component{name: ds.Name, state: state, details: details})
 	}
@@ -191,6 +192,28 @@ func migrationWaits(h *v1.HandlerRolloutStatus, now time.Time) string {
 		return l
 	}
 	return l + ": " + strings.Join(nodes, ", ")
+}
+
+// checkLines are the rollout's data-plane checks, one line each: state, the
+// VMI it is about, the probe's deadline while it runs, and what it saw, e.g.
+// "check MigrationProbe  Running  default/vm-1  deadline 12:05:00Z  move 1
+// of 2: ...".
+func checkLines(h *v1.HandlerRolloutStatus, now time.Time) []string {
+	var out []string
+	for _, c := range h.DataPlaneChecks {
+		parts := []string{fmt.Sprintf("check %-15s %-8s", c.Name, c.State)}
+		if c.VMI != "" {
+			parts = append(parts, c.VMI)
+		}
+		if c.Deadline != nil && c.FinishedAt == nil {
+			parts = append(parts, "deadline "+clock(c.Deadline.Time, now))
+		}
+		if c.Message != "" {
+			parts = append(parts, c.Message)
+		}
+		out = append(out, strings.Join(parts, "  "))
+	}
+	return out
 }
 
 // clock is t in UTC as the time of day (12:04:05Z), or in full

@@ -175,3 +175,28 @@ func TestRenderMigrationWaits(t *testing.T) {
 		})
 	}
 }
+
+// The canary's data-plane checks, one line each under virt-handler: state,
+// VMI, the probe's deadline while it runs, and what it saw.
+func TestRenderDataPlaneChecks(t *testing.T) {
+	ds := appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "virt-handler"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "quay.io/kubevirt/virt-handler:v1.9.0"}}}}}}
+	kv := upgrading()
+	deadline, done := metav1.NewTime(now.Add(4*time.Minute)), metav1.NewTime(now.Add(-time.Second))
+	kv.Status.HandlerRollout.Phase = "Verifying"
+	kv.Status.HandlerRollout.DataPlaneChecks = []v1.HandlerDataPlaneCheck{
+		{Name: "CanaryVMIs", State: "Passed", Message: "3 VMIs on the canary node stay Running", FinishedAt: &done},
+		{Name: "MigrationProbe", State: "Running", VMI: "default/vm-1", Deadline: &deadline,
+			Message: "move 1 of 2: live migration p-0 of VMI default/vm-1 off node node-003 is Running"},
+	}
+	screen := Render(Snapshot{KubeVirt: kv, DaemonSets: []appsv1.DaemonSet{ds}, Now: now})
+	const indent = "                                     "
+	for _, want := range []string{
+		indent + "check CanaryVMIs      Passed    3 VMIs on the canary node stay Running\n",
+		indent + "check MigrationProbe  Running   default/vm-1  deadline 12:04:00Z  move 1 of 2: live migration p-0 of VMI default/vm-1 off node node-003 is Running\n",
+	} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, screen)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/history"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/rollout"
+	"github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
 // Estimate is the expected time of the rollout, part by part.
@@ -75,6 +76,7 @@ func estimate(in Input, restarts []Restart) Estimate {
 		} else {
 			e.add("virt-handler canary", start+policy.BakeTime, "a pod start plus the bake ("+policy.BakeTime.String()+")")
 		}
+		e.addChecks(last, r.Checks, start, startBasis)
 		if d, ok := phaseOf(last, history.StageHandlerRollout); ok {
 			e.add("virt-handler fast step", d, "the last upgrade")
 			continue
@@ -146,6 +148,37 @@ func phaseOf(r *v1.DeploymentRecord, name string) (time.Duration, bool) {
 		}
 	}
 	return d, found
+}
+
+// addChecks adds the data-plane checks' time after the bake: the last
+// upgrade's, else a pod start per probe migration (the target's launcher);
+// the checks that only watch run within the bake and add none.
+func (e *Estimate) addChecks(last *v1.DeploymentRecord, checks []rollout.CheckPreview, start time.Duration, startBasis string) {
+	if len(checks) == 0 {
+		return
+	}
+	if d, ok := phaseOf(last, history.StageHandlerChecks); ok {
+		e.add("virt-handler data-plane checks", d, "the last upgrade")
+		return
+	}
+	for _, c := range checks {
+		if c.Moves > 0 {
+			e.add("virt-handler data-plane checks", time.Duration(c.Moves)*start,
+				fmt.Sprintf("%d live migrations of the probe, a pod start each (%s); at most its timeout, %s", c.Moves, startBasis, c.Timeout))
+		}
+	}
+}
+
+// previewChecks are what the data-plane checks would do after the canary's
+// bake on canary: on the cluster's VMIs and nodes, with the planned CR's
+// policy and migration caps.
+func previewChecks(in Input, canary []string) []rollout.CheckPreview {
+	policy, err := rollout.PolicyFrom(in.NewKubeVirt.Spec.HandlerRollout)
+	if err != nil {
+		return nil
+	}
+	dp := rollout.DataPlane{VMIs: in.VMIs, Nodes: in.Nodes, Limits: workloadupdate.SettingsFrom(in.NewKubeVirt)}
+	return rollout.PreviewChecks(policy, canary, dp, nil)
 }
 
 // canaryNodes are where a virt-handler rollout would start its canary.

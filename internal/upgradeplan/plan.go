@@ -23,6 +23,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/preflight"
+	"github.com/virt-operator/virt-operator/internal/rollout"
 	"github.com/virt-operator/virt-operator/internal/storedversions"
 )
 
@@ -71,6 +72,9 @@ type Restart struct {
 	Pods []string
 	// CanaryNodes: for virt-handler, where the canary starts.
 	CanaryNodes []string
+	// Checks: for virt-handler, what its data-plane checks would do after
+	// the canary's bake (spec.handlerRollout.dataPlaneChecks).
+	Checks []rollout.CheckPreview
 }
 
 // Plan is the answer.
@@ -148,6 +152,7 @@ func Make(in Input) Plan {
 				restarted.Pods = append(restarted.Pods, podsOf(a.Live, in.Pods)...)
 				if ds, ok := a.Live.(*appsv1.DaemonSet); ok && step.Name == apply.StepVirtHandler {
 					restarted.CanaryNodes = canaryNodes(in, ds)
+					restarted.Checks = previewChecks(in, restarted.CanaryNodes)
 				}
 			}
 		}
@@ -334,6 +339,12 @@ func (p Plan) Text() string {
 		w("  %d. %s: %s (%d pods)", i+1, r.Step, strings.Join(r.Workloads, ", "), len(r.Pods))
 		if len(r.CanaryNodes) > 0 {
 			w("     canary on %s, then the fast step", strings.Join(r.CanaryNodes, ", "))
+		}
+		if len(r.Checks) > 0 {
+			w("     data-plane checks after the bake, before the fast step (a failed one rolls back):")
+		}
+		for _, c := range r.Checks {
+			w("       %-15s %s", c.Name, c.Plan)
 		}
 		w("     %s", strings.Join(r.Pods, " "))
 	}

@@ -48,7 +48,8 @@ type Index struct {
 	// reads them).
 	Finished map[Key][]*v1.VirtualMachineInstanceMigration
 	// Slots are the migrations taking a migration slot: every migration in a
-	// running phase, plus the updater's own unfinished migrations not yet running.
+	// running phase, plus the updater's own unfinished migrations not yet
+	// running, and the virt-handler canary's probe's (IsHandlerProbe).
 	Slots []*v1.VirtualMachineInstanceMigration
 	// Active is len(Slots).
 	Active int
@@ -68,7 +69,7 @@ func IndexMigrations(migs []v1.VirtualMachineInstanceMigration) Index {
 			continue
 		}
 		ix.Unfinished[k] = append(ix.Unfinished[k], m)
-		if isRunningPhase(m.Status.Phase) || IsWorkloadUpdate(m) {
+		if isRunningPhase(m.Status.Phase) || IsWorkloadUpdate(m) || IsHandlerProbe(m) {
 			ix.Slots = append(ix.Slots, m)
 		}
 	}

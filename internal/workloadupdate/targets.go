@@ -60,12 +60,16 @@ type Targets struct {
 func NewTargets(nodes []corev1.Node) *Targets {
 	t := &Targets{}
 	for i := range nodes {
-		n := &nodes[i]
-		if n.DeletionTimestamp == nil && !n.Spec.Unschedulable && n.Labels[metadata.SchedulableLabel] != "false" && metadata.NodeIsReady(n) {
+		if n := &nodes[i]; usable(n) {
 			t.usable = append(t.usable, n)
 		}
 	}
 	return t
+}
+
+// usable: a migration may land on the node (see Targets).
+func usable(n *corev1.Node) bool {
+	return n.DeletionTimestamp == nil && !n.Spec.Unschedulable && n.Labels[metadata.SchedulableLabel] != "false" && metadata.NodeIsReady(n)
 }
 
 // Why is "" when some node other than the VMI's own could take it, else why
@@ -86,12 +90,11 @@ func (t *Targets) Why(vmi *v1.VirtualMachineInstance) string {
 			continue
 		}
 		others++
-		if ok, err := affinity.Match(n); err != nil || !ok {
-			continue
+		matches, tolerated := fits(p, affinity, n)
+		if matches {
+			matching++
 		}
-		matching++
-		if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, p.Tolerations,
-			scheduling, false); !untolerated {
+		if matches && tolerated {
 			return ""
 		}
 	}
@@ -102,6 +105,16 @@ func (t *Targets) Why(vmi *v1.VirtualMachineInstance) string {
 		return "no other schedulable node matches its node selector and affinity"
 	}
 	return "every other schedulable node matching it has a taint it does not tolerate"
+}
+
+// fits: whether n matches the placement's node selector and required
+// affinity, and whether the placement tolerates n's scheduling taints.
+func fits(p Placement, affinity nodeaffinity.RequiredNodeAffinity, n *corev1.Node) (matches, tolerated bool) {
+	if ok, err := affinity.Match(n); err != nil || !ok {
+		return false, false
+	}
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), n.Spec.Taints, p.Tolerations, scheduling, false)
+	return true, !untolerated
 }
 
 // scheduling keeps the taints that keep a new pod off a node.

@@ -87,6 +87,10 @@ func TestBadSpecsAreRefusedByTheCRDOrTheWebhook(t *testing.T) {
 		{"a renewBefore of 5s", `certificateRotateStrategy: {selfSigned: {ca: {duration: 1h, renewBefore: 5s}}}`, true,
 			"spec.certificateRotateStrategy.selfSigned.ca.renewBefore (5s) must be at least 10s"},
 		{"a canary slower than its deadline", `handlerRollout: {bakeTime: 10m, progressDeadline: 5m}`, true, "spec.handlerRollout: progressDeadline"},
+		{"a probe selector with an operator that is none", `handlerRollout: {dataPlaneChecks: {migrationProbe: {vmiSelector: {matchExpressions: [{key: a, operator: Sometimes}]}}}}`, true,
+			"spec.handlerRollout.dataPlaneChecks.migrationProbe.vmiSelector:"},
+		{"a probe timeout of 0", `handlerRollout: {dataPlaneChecks: {migrationProbe: {vmiSelector: {matchLabels: {a: b}}, timeout: "0"}}}`, true,
+			"spec.handlerRollout.dataPlaneChecks.migrationProbe.timeout: must be positive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -104,6 +108,7 @@ func TestBadSpecsAreRefusedByTheCRDOrTheWebhook(t *testing.T) {
 	for _, good := range []string{
 		`certificateRotateStrategy: {selfSigned: {ca: {duration: 2562h, renewBefore: 33.6h}, server: {duration: 1m, renewBefore: 10s}}}`,
 		`handlerRollout: {bakeTime: 1m30s, progressDeadline: 15m}`,
+		`handlerRollout: {dataPlaneChecks: {canaryVMIs: true, canaryPod: true, migrationProbe: {vmiSelector: {matchLabels: {canary-probe: "yes"}}, timeout: 2m, whenNoneEligible: Pass}}}`,
 		`customizeComponents: {patches: [{resourceType: Deployment, resourceName: virt-api, type: json, patch: '[{"op":"replace","path":"/spec/replicas","value":3}]'}]}`,
 		`{imageTag: v1.9.0-rc.1, imageRegistry: "registry.local:5000/kubevirt", productVersion: "4.18.1", synchronizationPort: "9186"}`,
 		`rolloutWindows: [{start: "02:00", duration: 4h, timeZone: Europe/Berlin, days: [Sunday]}]`,

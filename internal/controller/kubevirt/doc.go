@@ -26,7 +26,8 @@
 //	hold          spec.paused, spec.rolloutWindows, preflight   → s.hold, s.preflight (hold.go, preflight.go)
 //	objects       roll the target out step by step, the
 //	              virt-handler canary included, or while held
-//	              keep what runs                                → s.generations, s.handler, s.rolledOver (objects.go, handler.go)
+//	              keep what runs                                → s.generations, s.handler, s.rolledOver (objects.go, handler.go,
+//	                                                              canary_checks.go: the canary's data-plane checks)
 //	finish        orphans and old strategies deleted            (install.go)
 //
 // The delete path (uninstall.go) records s.deletion; a CR that is not the

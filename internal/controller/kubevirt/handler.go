@@ -121,6 +121,11 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 			return handlerOutcome{}, err
 		}
 	}
+	if rollout.NeedsDataPlane(obs, policy) {
+		if obs.DataPlane, err = r.dataPlane(ctx, kv); err != nil {
+			return handlerOutcome{}, err
+		}
+	}
 	d, err := rollout.Plan(obs, policy)
 	if err != nil {
 		return handlerOutcome{}, err
@@ -152,6 +157,9 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 	}
 	for _, w := range d.Expired {
 		s.emit(eventWarning, rollout.ReasonMigrationWaitExpired, "HandlerRollout", expiredMessage(w, policy))
+	}
+	if err := r.actOnChecks(ctx, s, d); err != nil {
+		return handlerOutcome{}, err
 	}
 	heldFor := recordHandlerDecision(ctx, s, d)
 	// Dropping what the rollout carried over replaces every pod once more (at

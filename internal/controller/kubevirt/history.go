@@ -55,6 +55,8 @@ func stageOf(st *v1.KubeVirtStatus, strategyLoaded bool) string {
 	switch rollout.Phase(h.Phase) {
 	case rollout.PhaseStarted, rollout.PhaseCanary:
 		return history.StageHandlerCanary
+	case rollout.PhaseVerifying:
+		return history.StageHandlerChecks
 	case rollout.PhaseIncreasing, rollout.PhaseWaiting:
 		return history.StageHandlerRollout
 	case rollout.PhaseSuccessful:

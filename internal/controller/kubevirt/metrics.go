@@ -42,7 +42,7 @@ var (
 	})
 )
 
-var rolloutPhases = []rollout.Phase{rollout.PhaseStarted, rollout.PhaseCanary, rollout.PhaseIncreasing,
+var rolloutPhases = []rollout.Phase{rollout.PhaseStarted, rollout.PhaseCanary, rollout.PhaseVerifying, rollout.PhaseIncreasing,
 	rollout.PhaseWaiting, rollout.PhaseSuccessful, rollout.PhaseFailed}
 
 func init() {
@@ -71,6 +71,7 @@ func publishMetrics(st *v1.KubeVirtStatus) {
 	}
 	deploymentRunning.Set(running)
 	rolloutHeld.Set(held)
+	publishCheckMetrics(st.HandlerRollout)
 	for _, r := range st.History {
 		if r.FinishedAt != nil {
 			lastDeployment.Set(history.Duration(r).Seconds())

@@ -57,9 +57,16 @@
 // reusing the operator's planner. It starts once the KubeVirt CRD is served.
 //
 // Placement: a VMI annotated NodeAnnotation="NAME" gets its first launcher pod
-// on node NAME, so tests can pack VMIs unevenly; migration targets go anywhere,
-// except that a podless VMI's migration annotated TargetNodeAnnotation="NAME"
-// goes to node NAME (another sandbox node than its source).
+// on node NAME, so tests can pack VMIs unevenly; migration targets go anywhere
+// their addedNodeSelector allows (a podless VMI's reads only its hostname),
+// and a podless VMI's migration annotated TargetNodeAnnotation="NAME" goes to
+// node NAME (another sandbox node than its source).
+//
+// A broken data plane: every migration into a node whose virt-handler pod
+// runs an image tagged NoMigrateSuffix ("-nomigrate") fails as soon as its
+// target is known, its failureReason saying so, while that pod stays Ready;
+// migrations out of the node go on. The virt-handler canary's migration probe
+// is tested against it.
 //
 // Lean mode, for thousands of VMs: Options.Podless runs VMIs without launcher
 // pods (podless.go), Options.SkipTransitionalPhases writes no transitional VM

@@ -22,6 +22,11 @@ const (
 	// node NAME, when NAME is a sandbox node other than its source: a benchmark's
 	// drain keeps the VMIs' spread with it.
 	TargetNodeAnnotation = "sandbox.virt-operator.io/target-node"
+	// NoMigrateSuffix ending the image tag of a node's virt-handler pod makes
+	// every migration into that node fail (failureReason says why), while the
+	// pod stays Ready: a data plane broken behind healthy probes, as
+	// "-crashloop" makes a container crash.
+	NoMigrateSuffix = "-nomigrate"
 )
 
 // Bookkeeping the simulator writes, so that its decisions survive a restart.
@@ -44,6 +49,7 @@ const (
 const (
 	AppLabel            = metadata.AppLabel
 	LauncherApp         = metadata.LauncherApp
+	HandlerApp          = "virt-handler"
 	ControllerApp       = "virt-controller"
 	CreatedByLabel      = metadata.CreatedByLabel
 	VMNameLabel         = "vm.kubevirt.io/name"

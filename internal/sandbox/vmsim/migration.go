@@ -1,8 +1,10 @@
 package vmsim
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +22,10 @@ type migrationInput struct {
 	Pods      []corev1.Pod               // the VMI's launcher pods, and the migration's target pod
 	Image     string                     // the current launcher image, for the target pod
 	Duration  time.Duration              // how long a migration runs
-	Now       time.Time
+	// Refusing are the nodes whose virt-handler refuses migrations into them
+	// (NoMigrateSuffix), with why.
+	Refusing map[string]string
+	Now      time.Time
 }
 
 // migrationPlan is what the migration controller does, in this order: the VMI
@@ -109,6 +114,9 @@ func planMigration(in migrationInput) migrationPlan {
 			StartTimestamp: ptrTime(metav1.NewTime(in.Now)),
 		}
 		return withPhase(migrationPlan{VMIStatus: st}, m, v1.MigrationScheduled, st.MigrationState)
+	}
+	if why := in.Refusing[target.Spec.NodeName]; why != "" {
+		return refuseMigration(in, target, why)
 	}
 	if !podRunning(target) {
 		return withPhase(migrationPlan{}, m, v1.MigrationScheduled, ms)
@@ -214,6 +222,48 @@ func failMigration(in migrationInput, target *corev1.Pod, consume bool) migratio
 		p.DeletePods = []string{target.Name}
 	}
 	return p
+}
+
+// refuseMigration fails a migration its target node's virt-handler refuses,
+// saying why in both migration states.
+func refuseMigration(in migrationInput, target *corev1.Pod, why string) migrationPlan {
+	p := failMigration(in, target, false)
+	for _, st := range []*v1.VirtualMachineInstanceMigrationState{vmiState(p.VMIStatus), migrationState(p.Status)} {
+		if st != nil {
+			st.FailureReason = why
+		}
+	}
+	return p
+}
+
+func vmiState(st *v1.VirtualMachineInstanceStatus) *v1.VirtualMachineInstanceMigrationState {
+	if st == nil {
+		return nil
+	}
+	return st.MigrationState
+}
+
+func migrationState(st *v1.VirtualMachineInstanceMigrationStatus) *v1.VirtualMachineInstanceMigrationState {
+	if st == nil {
+		return nil
+	}
+	return st.MigrationState
+}
+
+// RefusingNodes are the nodes whose virt-handler pod (not terminating) runs
+// an image tagged NoMigrateSuffix, with why their migrations fail.
+func RefusingNodes(handlers []corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for i := range handlers {
+		pod := &handlers[i]
+		if pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" || len(pod.Spec.Containers) == 0 {
+			continue
+		}
+		if img := pod.Spec.Containers[0].Image; strings.HasSuffix(img, NoMigrateSuffix) {
+			out[pod.Spec.NodeName] = fmt.Sprintf("virt-handler on node %s (%s) refuses migrations into its node", pod.Spec.NodeName, img)
+		}
+	}
+	return out
 }
 
 // cleanUpSource finishes a Succeeded migration whose source pod outlived it (the

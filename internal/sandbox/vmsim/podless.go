@@ -99,6 +99,8 @@ func planPodlessMigration(in migrationInput, nodes []string) migrationPlan {
 		return failMigration(in, nil, false)
 	case !mine && ms != nil && !ms.Completed:
 		return withPhase(migrationPlan{}, m, v1.MigrationPending, nil)
+	case !mine && migrationTarget(m, nodes, vmi.Status.NodeName) == "":
+		return failMigration(in, nil, false) // no node matches its addedNodeSelector
 	case !mine:
 		st := vmi.Status.DeepCopy()
 		st.MigrationState = &v1.VirtualMachineInstanceMigrationState{
@@ -110,6 +112,9 @@ func planPodlessMigration(in migrationInput, nodes []string) migrationPlan {
 			StartTimestamp: ptrTime(metav1.NewTime(in.Now.Truncate(time.Second).Add(time.Second))),
 		}
 		return withPhase(migrationPlan{VMIStatus: st}, m, v1.MigrationRunning, st.MigrationState)
+	}
+	if why := in.Refusing[ms.TargetNode]; why != "" {
+		return refuseMigration(in, nil, why)
 	}
 	if wait := ms.StartTimestamp.Add(in.Duration).Sub(in.Now); wait > 0 {
 		return withPhase(migrationPlan{RequeueAfter: wait}, m, v1.MigrationRunning, ms)
@@ -124,8 +129,17 @@ func planPodlessMigration(in migrationInput, nodes []string) migrationPlan {
 }
 
 // migrationTarget is the node m moves its VMI to from source: the one its
-// TargetNodeAnnotation names if that is another of nodes, else pickNode's.
+// addedNodeSelector names by hostname ("" when that is not another of nodes:
+// no node can take it; its other keys are not read, the node list has names
+// only), else the one its TargetNodeAnnotation names if that is another of
+// nodes, else pickNode's.
 func migrationTarget(m *v1.VirtualMachineInstanceMigration, nodes []string, source string) string {
+	if want, pinned := m.Spec.AddedNodeSelector[corev1.LabelHostname]; pinned {
+		if want != source && slices.Contains(nodes, want) {
+			return want
+		}
+		return ""
+	}
 	if want := m.Annotations[TargetNodeAnnotation]; want != "" && want != source && slices.Contains(nodes, want) {
 		return want
 	}

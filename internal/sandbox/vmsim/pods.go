@@ -97,6 +97,11 @@ func targetPod(vmi *v1.VirtualMachineInstance, m *v1.VirtualMachineInstanceMigra
 		MigrationStartAnnotation: start.UTC().Format(time.RFC3339Nano),
 		SourcePodAnnotation:      source.Name,
 	}
+	for k, v := range m.Spec.AddedNodeSelector { // the VMI's own placement wins a collision
+		if _, set := pod.Spec.NodeSelector[k]; !set {
+			pod.Spec.NodeSelector[k] = v
+		}
+	}
 	pod.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 			Weight: 100,

@@ -22,6 +22,13 @@ func (s *simulator) reconcileMigration(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, err
 	}
 	in := migrationInput{Migration: m, Duration: s.opts.MigrationDuration, Now: time.Now()}
+	if !migrationFinished(m.Status.Phase) {
+		refusing, err := s.refusingNodes(ctx)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		in.Refusing = refusing
+	}
 	if s.opts.Podless {
 		return s.reconcilePodlessMigration(ctx, in)
 	}
@@ -144,4 +151,14 @@ func (s *simulator) reconcilePodlessMigration(ctx context.Context, in migrationI
 		return reconcile.Result{}, err
 	}
 	return s.execute(ctx, m.Namespace, m, in.VMI, planPodlessMigration(in, nodes))
+}
+
+// refusingNodes are the nodes whose virt-handler refuses migrations
+// (RefusingNodes), from the cache of virt-handler pods.
+func (s *simulator) refusingNodes(ctx context.Context) (map[string]string, error) {
+	var list corev1.PodList
+	if err := s.client.List(ctx, &list, client.MatchingLabels{AppLabel: HandlerApp}); err != nil {
+		return nil, err
+	}
+	return RefusingNodes(list.Items), nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -54,6 +55,15 @@ type Options struct {
 	Log *slog.Logger
 	// Ready, if set, is called once the simulator's caches are synced.
 	Ready func()
+}
+
+// simulatedPods selects the pods the simulator caches: launcher pods and virt-handler's.
+func simulatedPods() (labels.Selector, error) {
+	r, err := labels.NewRequirement(AppLabel, selection.In, []string{LauncherApp, HandlerApp})
+	if err != nil {
+		return nil, fmt.Errorf("vmsim: the pod selector: %w", err)
+	}
+	return labels.NewSelector().Add(*r), nil
 }
 
 // DefaultReconcilers is each controller's default number of concurrent reconciles.
@@ -96,13 +106,18 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	log := logr.FromSlogHandler(o.Log.Handler())
+	pods, err := simulatedPods()
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:        {Label: labels.SelectorFromSet(labels.Set{AppLabel: LauncherApp})},
+			// Launcher pods, and virt-handler's: its image says whether a node refuses migrations (NoMigrateSuffix).
+			&corev1.Pod{}:        {Label: pods},
 			&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{AppLabel: ControllerApp})},
 		}},
 		// VMs are read unstructured (spec.running is not in the API type); cache them too.

@@ -74,7 +74,9 @@ func peakRSSMiB(b *testing.B, pid int) float64 { return procStatusMiB(b, pid, "V
 // the sandbox takes two to three times the bare one, and reports the ratio
 // against that (ratio-same-template), the part of the upgrade the operator
 // itself adds. Each timed DaemonSet is deleted before the next measurement, so
-// all three run next to the same pods.
+// all three run next to the same pods. A second upgrade then turns every
+// data-plane check on, over 40 VMs, and reports the time the checks add
+// between the bake and the fast step (checks-added-s).
 func BenchmarkHandlerCanary200(b *testing.B) {
 	for range b.N {
 		e := startEnvWithoutOperator(b, 200)
@@ -100,6 +102,7 @@ func BenchmarkHandlerCanary200(b *testing.B) {
 		stop()
 		reportStages(b, e.kubeVirt())
 		b.Logf("upgrade timeline:\n%s", tl)
+		e.dataPlaneChecksUpgrade(b, 200, 40)
 		p.kill()
 		bake := rollout.DefaultBakeTime
 		b.ReportMetric(plain.Seconds(), "plain-update-s")
