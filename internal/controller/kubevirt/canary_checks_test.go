@@ -98,7 +98,7 @@ func (e *canaryEnv) pass() error {
 		e.t.Fatal(err)
 	}
 	ds.Status.ObservedGeneration = ds.Generation
-	e.sc = &scope{kv: e.kv, cfg: e.cfg, now: e.now, generations: e.kv.Status.Generations}
+	e.sc = &scope{kv: e.kv, cfg: e.cfg, now: e.now}
 	step := apply.Step{Name: apply.StepVirtHandler, Objects: []client.Object{e.desired}}
 	out, err := e.r.syncHandlerStep(ctx, e.sc, step, map[apply.ObjectRef]client.Object{apply.RefOf(ds): ds})
 	e.out = out

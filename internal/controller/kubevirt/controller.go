@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -108,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	}
 	r.written.refresh(kv)
 	readVersion := kv.ResourceVersion
-	s := &scope{kv: kv, now: r.Clock.Now(), generations: slices.Clone(kv.Status.Generations)}
+	s := &scope{kv: kv, now: r.Clock.Now()}
 	if active := activecr.Of(all.Items, r.Namespace); active == nil || active.UID != kv.UID {
 		if kv.DeletionTimestamp != nil {
 			return reconcile.Result{}, nil

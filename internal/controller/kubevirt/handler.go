@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -60,10 +59,10 @@ func (r *Reconciler) syncHandlerStep(ctx context.Context, s *scope, step apply.S
 // whether the DaemonSet has rolled over to the target.
 func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.DaemonSet, live map[apply.ObjectRef]client.Object) (handlerOutcome, error) {
 	kv := s.kv
-	action := apply.Plan([]client.Object{desired}, live, s.generations)[0]
+	action := apply.Plan([]client.Object{desired}, live, s.generations())[0]
 	liveDS, _ := live[apply.RefOf(desired)].(*appsv1.DaemonSet)
 	if liveDS == nil { // a new DaemonSet needs no canary
-		if s.hold != nil {
+		if s.held() {
 			return handlerOutcome{}, nil // created once the rollout goes on
 		}
 		return handlerOutcome{}, r.write(ctx, s, []apply.Action{action})
@@ -108,8 +107,8 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 		Target:            target,
 		Previous:          state,
 		SpecChanged:       retry || templateChanged,
-		GenerationUnknown: recordedGeneration(s.generations, liveDS) != liveDS.Generation,
-		Paused:            s.hold != nil,
+		GenerationUnknown: recordedGeneration(s.generations(), liveDS) != liveDS.Generation,
+		Paused:            s.held(),
 		Now:               s.now,
 	}
 	policy, problem := handlerPolicy(kv)
@@ -341,21 +340,14 @@ func noRollbackMessage(failure string) string {
 }
 
 // recordHandlerDecision puts the rollout's status into s.handler and its Event
-// into s.Events. A status that only progressed since the last write may be
-// held back for up to rollout.ProgressInterval (counted from the last progress
-// the previous status recorded); it returns when to look again to write it.
+// into s.Events. nextStatus may hold a status that only progressed back
+// (handlerRolloutStatus); it returns when to look again to write it.
 func recordHandlerDecision(ctx context.Context, s *scope, d rollout.Decision) (heldFor time.Duration) {
 	if d.Status != nil {
 		st := d.Status.DeepCopy()
 		st.TargetID = d.State.TargetID
-		prev := s.kv.Status.HandlerRollout
-		hold, after := rollout.HoldProgress(prev, st, lastHandlerWrite(prev), s.now)
-		switch {
-		case hold:
-			heldFor = after
-		case !equality.Semantic.DeepEqual(prev, st):
-			s.handler = st
-		}
+		s.handler = st
+		_, heldFor = handlerRolloutStatus(s.kv.Status.HandlerRollout, st, s.now)
 	}
 	if d.Event != nil { // a phase change, which the status records
 		s.Events = append(s.Events, kvEvent{Type: d.Event.Type, Reason: d.Event.Reason, Action: "HandlerRollout", Message: d.Event.Message, Transition: true})

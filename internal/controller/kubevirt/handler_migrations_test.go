@@ -88,7 +88,7 @@ func TestSyncHandlerWaitsForMigrations(t *testing.T) {
 			t.Fatal(err)
 		}
 		ds.Status.ObservedGeneration = ds.Generation
-		sc = &scope{kv: kv, cfg: cfg, now: now, generations: kv.Status.Generations}
+		sc = &scope{kv: kv, cfg: cfg, now: now}
 		step := apply.Step{Name: apply.StepVirtHandler, Objects: []client.Object{desired}}
 		if _, err := r.syncHandlerStep(ctx, sc, step, map[apply.ObjectRef]client.Object{apply.RefOf(ds): ds}); err != nil {
 			t.Fatal(err)
@@ -169,7 +169,7 @@ func TestSyncHandlerWarnsPastMaxMigrationWait(t *testing.T) {
 	}
 	ds := live.DeepCopy()
 	ds.Status.ObservedGeneration = ds.Generation
-	sc := &scope{kv: kv, cfg: &deployid.Config{KubeVirtVersion: newT.Version, Registry: newT.Registry, ID: newT.ID}, now: now, generations: kv.Status.Generations}
+	sc := &scope{kv: kv, cfg: &deployid.Config{KubeVirtVersion: newT.Version, Registry: newT.Registry, ID: newT.ID}, now: now}
 	step := apply.Step{Name: apply.StepVirtHandler, Objects: []client.Object{handlerDaemonSet(newT)}}
 	if _, err := r.syncHandlerStep(context.Background(), sc, step, map[apply.ObjectRef]client.Object{apply.RefOf(ds): ds}); err != nil {
 		t.Fatal(err)

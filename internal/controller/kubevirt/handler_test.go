@@ -90,7 +90,7 @@ func TestSyncHandlerStartsTheCanary(t *testing.T) {
 			t.Fatal(err)
 		}
 		ds.Status.ObservedGeneration = ds.Generation // the DaemonSet controller has seen it
-		sc := &scope{kv: kv, cfg: cfg, now: t0, generations: kv.Status.Generations}
+		sc := &scope{kv: kv, cfg: cfg, now: t0}
 		step := apply.Step{Name: apply.StepVirtHandler, Objects: []client.Object{desired}}
 		out, err := r.syncHandlerStep(ctx, sc, step, map[apply.ObjectRef]client.Object{apply.RefOf(ds): ds})
 		if err != nil {

@@ -33,18 +33,19 @@ func TestRolloutHold(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := &scope{kv: &v1.KubeVirt{Spec: c.spec, Status: c.status}, now: now}
-			h := rolloutHold(s)
+			h, requeue := rolloutHold(&v1.KubeVirt{Spec: c.spec, Status: c.status}, "", now)
 			switch {
-			case c.reason == "" && h != nil:
+			case h == nil:
+				t.Fatal("the hold phase concluded nothing")
+			case c.reason == "" && h.held():
 				t.Fatalf("held: %+v", h)
 			case c.reason == "":
 				return
-			case h == nil || h.Reason != c.reason || !strings.Contains(h.Message, c.message) || (h.NextWindowOpen != nil) != c.next:
+			case h.reason != c.reason || !strings.Contains(h.message, c.message) || (h.status().NextWindowOpen != nil) != c.next:
 				t.Fatalf("hold %+v, want %s with %q", h, c.reason, c.message)
 			}
 			if c.next {
-				if d := s.Requeue; d != 10*time.Hour {
+				if d := requeue; d != 10*time.Hour {
 					t.Fatalf("requeue %v, want the next opening in 10h", d)
 				}
 			}

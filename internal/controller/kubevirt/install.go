@@ -41,7 +41,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return r.retry(ctx, s, ReasonDeploymentFailed, "Reading the retained CRDs failed", err)
 	}
 	r.wantCertificates(s)
-	s.hold = rolloutHold(s)
+	targetID := ""
+	if s.cfg != nil {
+		targetID = s.cfg.ID
+	}
+	hold, requeue := rolloutHold(s.kv, targetID, s.now)
+	s.hold = hold
+	s.requeueAfter(requeue)
 	if err := r.runPreflight(ctx, s); err != nil {
 		// A preflight that cannot run holds the rollout like one that fails;
 		// what runs is still repaired.
@@ -53,7 +59,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 		return r.retry(ctx, s, ReasonDeploymentFailed, "An error occurred during deployment", err)
 	}
 	r.transient.clear()
-	if !s.rolledOver {
+	if !s.rolledOver() {
 		return nil
 	}
 	return r.finishRollover(ctx, s)
@@ -157,7 +163,7 @@ func (r *Reconciler) deleteOrphans(ctx context.Context, s *scope) error {
 	if _, err := applier.Apply(ctx, apply.Deletions(deleted, "not in the target install strategy")); err != nil {
 		return err
 	}
-	s.generations = apply.ForgetGenerations(s.generations, deleted)
+	s.forget(deleted)
 	s.emit(eventNormal, "DeletedObsoleteObjects", "Cleanup", fmt.Sprintf("Deleted %d objects the target install strategy no longer has", len(deleted)))
 	return nil
 }

@@ -44,16 +44,22 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, s *scope) error {
 		}
 		d.desired = desired
 	}
-	if s.targetReady() && s.hold == nil {
-		return r.rollOut(ctx, s)
+	out := &objectsResult{}
+	if s.targetReady() && !s.held() {
+		err = r.rollOut(ctx, s, out)
+	} else {
+		err = r.keepRunning(ctx, s, out)
 	}
-	return r.keepRunning(ctx, s)
+	if err == nil {
+		s.objects = out
+	}
+	return err
 }
 
 // rollOut writes the target's objects step by step (prerequisites, then the
 // components in the path's order) and stops at the first step that has not
 // rolled over; the watches on Deployments and DaemonSets bring it back.
-func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
+func (r *Reconciler) rollOut(ctx context.Context, s *scope, out *objectsResult) error {
 	desired := s.target.desired
 	reader := r.reader()
 	live, err := apply.LiveObjects(ctx, reader, desired)
@@ -78,7 +84,7 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 			}
 			maps.Copy(live, others)
 		}
-		writes := withoutCertificates(apply.Writes(apply.Plan(step.Objects, live, s.generations)))
+		writes := withoutCertificates(apply.Writes(apply.Plan(step.Objects, live, s.generations())))
 		if err := r.migrateStoredVersions(ctx, s, writes); err != nil {
 			return err
 		}
@@ -86,7 +92,7 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 			return err
 		}
 		if i == 0 {
-			s.created = true
+			out.created = true
 			if len(writes) > 0 {
 				r.labelNamespace(ctx, s)
 			}
@@ -98,7 +104,7 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 			return r.explainWait(ctx, s, steps[i+1:], live, step)
 		}
 	}
-	s.rolledOver = true
+	out.rolledOver = true
 	return nil
 }
 
@@ -107,7 +113,7 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope) error {
 // hold's step is the first step of the target that is not done. The
 // virt-handler canary, once its step is reached, still runs paused: it bakes
 // and judges (a crashing canary is rolled back) but replaces no pod.
-func (r *Reconciler) keepRunning(ctx context.Context, s *scope) error {
+func (r *Reconciler) keepRunning(ctx context.Context, s *scope, out *objectsResult) error {
 	var steps []apply.Step
 	var target, running []client.Object
 	live := map[apply.ObjectRef]client.Object{}
@@ -128,7 +134,7 @@ func (r *Reconciler) keepRunning(ctx context.Context, s *scope) error {
 		// (a change that left its template alone): kept, not restarted.
 		apply.CarryStamps(s.observed.desired, live, r.sameTemplate(ctx))
 	}
-	writes, held := apply.PlanKeep(target, running, live, s.generations)
+	writes, held := apply.PlanKeep(target, running, live, s.generations())
 	if err := r.write(ctx, s, withoutCertificates(writes)); err != nil {
 		return err
 	}
@@ -155,7 +161,7 @@ func (r *Reconciler) keepRunning(ctx context.Context, s *scope) error {
 			return r.explainWait(ctx, s, steps[i+1:], live, step)
 		}
 		if i == 0 {
-			s.created = true
+			out.created = true
 		}
 	}
 	return nil

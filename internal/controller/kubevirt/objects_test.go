@@ -54,8 +54,8 @@ func TestKeepRunningKeepsCarriedStamps(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(live).Build()
 	r := &Reconciler{Client: c, Namespace: "kubevirt"}
 	gens := []v1.GenerationStatus{{Group: "apps", Resource: "deployments", Namespace: "kubevirt", Name: "virt-api", LastGeneration: 3}}
-	s := &scope{kv: &v1.KubeVirt{}, generations: gens, observed: &deployment{cfg: observed, desired: desiredAPI(observed)}}
-	if err := r.keepRunning(context.Background(), s); err != nil {
+	s := &scope{kv: &v1.KubeVirt{Status: v1.KubeVirtStatus{Generations: gens}}, observed: &deployment{cfg: observed, desired: desiredAPI(observed)}}
+	if err := r.keepRunning(context.Background(), s, &objectsResult{}); err != nil {
 		t.Fatal(err)
 	}
 	got := &appsv1.Deployment{}

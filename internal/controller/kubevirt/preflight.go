@@ -43,7 +43,7 @@ func (r *Reconciler) runPreflight(ctx context.Context, s *scope) error {
 	if observed == "" || observed == s.cfg.ID || s.takeover.sameRelease(s.cfg) {
 		return r.cleanUpPrepull(ctx, "") // nothing to check: an install, the target reached, or the same release taken over
 	}
-	if s.hold != nil {
+	if s.held() {
 		return nil
 	}
 	pf := s.kv.Status.Preflight.DeepCopy()
@@ -71,7 +71,7 @@ func (r *Reconciler) runPreflight(ctx context.Context, s *scope) error {
 		}
 	}
 	ok, reason, msg := preflight.Verdict(s.kv, pf.Checks)
-	s.preflight = &preflightResult{status: pf, passed: ok, reason: reason, message: msg, summary: summary(s.kv, pf.Checks)}
+	s.preflight = &preflightResult{targetID: pf.TargetID, checks: pf.Checks, passed: ok, reason: reason, message: msg, summary: summary(s.kv, pf.Checks)}
 	if ok {
 		return r.cleanUpPrepull(ctx, "")
 	}

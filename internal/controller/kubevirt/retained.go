@@ -31,7 +31,13 @@ type retainedCRD struct {
 // DecideCRD decides which), releases those the target has again, and acts on
 // those the CR's DeleteRetainedAnnotation names (deleteRetained); the rest
 // stay in s.retained.
-func (r *Reconciler) observeRetained(ctx context.Context, s *scope) error {
+func (r *Reconciler) observeRetained(ctx context.Context, s *scope) (err error) {
+	s.retained = &retainedResult{}
+	defer func() {
+		if err != nil {
+			s.retained = nil // the phase did not conclude: DataRetained stays as it was
+		}
+	}()
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
 	if err := r.Client.List(ctx, list, client.MatchingLabels{metadata.ManagedByLabel: metadata.ManagedByValue}); err != nil {
@@ -58,7 +64,7 @@ func (r *Reconciler) observeRetained(ctx context.Context, s *scope) error {
 				return err
 			}
 		default:
-			s.retained = append(s.retained, retainedCRD{name: crd.Name, why: why})
+			s.retain(retainedCRD{name: crd.Name, why: why})
 		}
 	}
 	return nil
@@ -100,7 +106,7 @@ func (r *Reconciler) deleteRetained(ctx context.Context, s *scope, name string) 
 		if err := r.annotateRetained(ctx, name, &why, &d.Objects); err != nil {
 			return err
 		}
-		s.retained = append(s.retained, retainedCRD{name: name, why: why})
+		s.retain(retainedCRD{name: name, why: why})
 		then := "no count was recorded when it was kept"
 		if d.Recorded != nil {
 			then = fmt.Sprintf("it held %d when it was kept, all that naming it confirms", *d.Recorded)
@@ -109,7 +115,7 @@ func (r *Reconciler) deleteRetained(ctx context.Context, s *scope, name string) 
 			"Did not delete CustomResourceDefinition %s, which %s names: it holds %s, and %s. The count is recorded and the name removed: name it again to delete them",
 			name, metadata.DeleteRetainedAnnotation, d.Held, then))
 	default: // named, but its objects cannot be counted
-		s.retained = append(s.retained, retainedCRD{name: name, why: why})
+		s.retain(retainedCRD{name: name, why: why})
 		s.emit(eventWarning, ReasonRetainedCRDNotDeleted, "Cleanup", fmt.Sprintf(
 			"Did not delete CustomResourceDefinition %s, which %s names: its objects cannot be counted (%s)", name, metadata.DeleteRetainedAnnotation, d.Unknown))
 	}
@@ -171,7 +177,7 @@ func (r *Reconciler) retain(ctx context.Context, s *scope, crd client.Object, d 
 	if err := r.annotateRetained(ctx, crd.GetName(), &why, count); err != nil {
 		return err
 	}
-	s.retained = append(s.retained, retainedCRD{name: crd.GetName(), why: why})
+	s.retain(retainedCRD{name: crd.GetName(), why: why})
 	s.emit(eventWarning, ReasonCRDsRetained, "Cleanup", fmt.Sprintf(
 		"Kept CustomResourceDefinition %s, which deployment %s no longer has: deleting it would delete %s. Delete them, or name the CRD in the KubeVirt CR's annotation %s to delete it with them",
 		crd.GetName(), s.cfg.ID, risk, metadata.DeleteRetainedAnnotation))

@@ -146,14 +146,14 @@ func TestOrphanedCRDsWithDataAreKept(t *testing.T) {
 	if _, ok := e.crd(t, "plugins.plugin.kubevirt.io"); ok {
 		t.Fatal("the empty CRD was kept")
 	}
-	cond := retainedCondition(s.retained)
+	cond := retainedCondition(s.retained.crds)
 	if !warned(s, ReasonCRDsRetained, "1 VirtualMachineTemplates") || cond == nil || !strings.Contains(cond.Message, templatesCRD+" (1 VirtualMachineTemplates") {
 		t.Fatalf("events %+v, condition %+v", s.Events, cond)
 	}
 
 	// Every later pass still names it.
 	next := &scope{kv: e.kv, cfg: s.cfg}
-	if err := e.r.observeRetained(ctx, next); err != nil || len(next.retained) != 1 {
+	if err := e.r.observeRetained(ctx, next); err != nil || len(next.retained.crds) != 1 {
 		t.Fatalf("a later pass: %v, retained %+v", err, next.retained)
 	}
 	// A target that has it again takes it back.
@@ -162,7 +162,7 @@ func TestOrphanedCRDsWithDataAreKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	again := &scope{kv: e.kv, cfg: s.cfg, target: &deployment{strategy: back}}
-	if err := e.r.observeRetained(ctx, again); err != nil || len(again.retained) != 0 {
+	if err := e.r.observeRetained(ctx, again); err != nil || len(again.retained.crds) != 0 {
 		t.Fatalf("with a target that has it: %v, retained %+v", err, again.retained)
 	}
 	if got, _ := e.crd(t, templatesCRD); len(got.Annotations) != 0 {
@@ -177,7 +177,7 @@ func TestOrphanedCRDsWithDataAreKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := &scope{kv: e.kv, cfg: s.cfg}
-	if err := e.r.observeRetained(ctx, last); err != nil || len(last.retained) != 0 {
+	if err := e.r.observeRetained(ctx, last); err != nil || len(last.retained.crds) != 0 {
 		t.Fatalf("named: %v, retained %+v", err, last.retained)
 	}
 	if _, ok := e.crd(t, templatesCRD); ok {
@@ -206,7 +206,7 @@ func TestALeftOverDeleteAnnotationDeletesNoCRDRetainedLater(t *testing.T) {
 		t.Fatalf("the annotation still names it (%q) after the retention", v)
 	}
 	later := &scope{kv: e.kv, cfg: s.cfg}
-	if err := e.r.observeRetained(ctx, later); err != nil || len(later.retained) != 1 {
+	if err := e.r.observeRetained(ctx, later); err != nil || len(later.retained.crds) != 1 {
 		t.Fatalf("a later pass: %v, retained %+v", err, later.retained)
 	}
 	if _, ok := e.crd(t, templatesCRD); !ok {
@@ -235,7 +235,7 @@ func TestADeleteAnnotationConfirmsOnlyTheRecordedCount(t *testing.T) {
 			if n, why := got.Annotations[metadata.RetainedCountAnnotation], got.Annotations[metadata.RetainedAnnotation]; n != "2" || why != "2 VirtualMachineTemplates; not in deployment old" {
 				t.Fatalf("count %q, annotation %q: want the new count recorded", n, why)
 			}
-			if v, named := e.deleteRetained(t); named || !warned(s, ReasonRetainedCRDNotDeleted, "it holds 2 VirtualMachineTemplates") || len(s.retained) != 1 {
+			if v, named := e.deleteRetained(t); named || !warned(s, ReasonRetainedCRDNotDeleted, "it holds 2 VirtualMachineTemplates") || len(s.retained.crds) != 1 {
 				t.Fatalf("annotation %q, events %+v, retained %+v: want the name removed, a Warning, the CRD still retained", v, s.Events, s.retained)
 			}
 			// Named again, for the count recorded now.

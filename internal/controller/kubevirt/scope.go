@@ -1,7 +1,10 @@
 package kubevirt
 
 import (
+	"slices"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
@@ -44,21 +47,25 @@ type scope struct {
 	// certificates of the deployments this pass prepared.
 	certificatesServed bool
 
-	// hold is why the rollout starts nothing new (spec.paused, the windows, a
-	// preflight); nil when nothing holds it. Step is set where it held.
-	hold *v1.RolloutHoldStatus
+	// hold is what the hold phase concluded (why nothing new starts, and
+	// where); nil when it did not conclude.
+	hold *holdResult
 	// preflight is this pass's preflight verdict; nil when none ran.
 	preflight *preflightResult
 
-	// generations is status.generations with this pass's writes merged in.
-	generations []v1.GenerationStatus
-	// created: every prerequisite object exists; rolledOver: every step is
-	// ready on the target.
-	created, rolledOver bool
-	// handler is status.handlerRollout as this pass decided it (nil: unchanged).
+	// written and forgotten are the generations of the objects this pass
+	// wrote, and the objects it deleted: status.generations is the previous
+	// record with them merged in (generations()).
+	written   []v1.GenerationStatus
+	forgotten []client.Object
+	// objects is what the object phase concluded; nil when it did not.
+	objects *objectsResult
+	// handler is the virt-handler rollout's status as the canary decided it
+	// this pass (nextStatus may hold a progress-only change back); nil: the
+	// canary decided nothing.
 	handler *v1.HandlerRolloutStatus
-	// retained are the CRDs kept for their data though no deployment has them.
-	retained []retainedCRD
+	// retained is what the retained-CRD phase concluded; nil when it did not.
+	retained *retainedResult
 
 	// deletion is where an uninstall stands (delete path only).
 	deletion *deletionOutcome
@@ -90,6 +97,19 @@ type problem = report.Problem
 // kvEvent is an Event to emit on the CR.
 type kvEvent = report.Event
 
+// objectsResult is what the object phase concluded.
+type objectsResult struct {
+	// created: every prerequisite object exists; rolledOver: every step is
+	// ready on the target.
+	created, rolledOver bool
+}
+
+// retainedResult are the CRDs kept for their data though no deployment has
+// them.
+type retainedResult struct {
+	crds []retainedCRD
+}
+
 // deletionOutcome is where an uninstall stands.
 type deletionOutcome struct {
 	// blocked is why the uninstall is held; "" when it is not.
@@ -104,7 +124,8 @@ type deletionOutcome struct {
 
 // preflightResult is the preflight of one target.
 type preflightResult struct {
-	status *v1.PreflightStatus
+	targetID string
+	checks   []v1.PreflightCheck
 	// passed, or why not (the Upgradeable condition).
 	passed          bool
 	reason, message string
@@ -120,19 +141,49 @@ func (s *scope) emit(typ, reason, action, message string) { s.Emit(typ, reason, 
 // requeueAfter asks to look again within d (d ≤ 0 asks nothing).
 func (s *scope) requeueAfter(d time.Duration) { s.RequeueAfter(d) }
 
-// wrote merges the generations of objects this pass wrote.
+// wrote records the generations of objects this pass wrote.
 func (s *scope) wrote(gens []v1.GenerationStatus) {
-	s.generations = apply.MergeGenerations(s.generations, gens)
+	s.written = append(s.written, gens...)
+}
+
+// forget records objects this pass deleted.
+func (s *scope) forget(objs []client.Object) {
+	s.forgotten = append(s.forgotten, objs...)
+}
+
+// generations is status.generations as this pass leaves it: the previous
+// record with the pass's writes merged in and its deletions forgotten.
+func (s *scope) generations() []v1.GenerationStatus {
+	gens := apply.MergeGenerations(slices.Clone(s.kv.Status.Generations), s.written)
+	if len(s.forgotten) > 0 {
+		gens = apply.ForgetGenerations(gens, s.forgotten)
+	}
+	return gens
 }
 
 // targetReady: the target's desired state is built (its strategy is loaded,
 // customized, and its certificates filled).
 func (s *scope) targetReady() bool { return s.target != nil && s.target.desired != nil }
 
+// retain records a CRD kept for its data.
+func (s *scope) retain(c retainedCRD) {
+	if s.retained == nil {
+		s.retained = &retainedResult{}
+	}
+	s.retained.crds = append(s.retained.crds, c)
+}
+
+// rolledOver: the object phase concluded that every step is ready on the
+// target.
+func (s *scope) rolledOver() bool { return s.objects != nil && s.objects.rolledOver }
+
+// held: the rollout under way may start nothing new.
+func (s *scope) held() bool { return s.hold.held() }
+
 // holdAt records where a held rollout stopped.
 func (s *scope) holdAt(step string) {
-	if s.hold != nil && s.hold.Step == "" {
-		s.hold.Step = step
+	if s.held() && s.hold.step == "" {
+		s.hold.step = step
 	}
 }
 

@@ -3,6 +3,7 @@ package kubevirt
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/rollout"
 )
 
 // nextStatus is the CR's status after a pass: the one place every field the
@@ -36,7 +38,7 @@ func nextStatus(prev v1.KubeVirtStatus, s *scope, operatorVersion string) v1.Kub
 func setNormal(next *v1.KubeVirtStatus, s *scope, operatorVersion string, now metav1.Time) {
 	next.OperatorVersion = operatorVersion
 	next.DefaultArchitecture = defaultArchitecture(s.kv, next.DefaultArchitecture)
-	next.Generations = s.generations
+	next.Generations = s.generations()
 	if s.cfg != nil {
 		setTarget(next, s.cfg)
 	}
@@ -44,44 +46,74 @@ func setNormal(next *v1.KubeVirtStatus, s *scope, operatorVersion string, now me
 		next.Phase = v1.KubeVirtPhaseDeploying
 	}
 	if s.handler != nil {
-		next.HandlerRollout = s.handler
+		next.HandlerRollout, _ = handlerRolloutStatus(prev(s).HandlerRollout, s.handler, now.Time)
 	}
 	if s.strategies != nil {
 		next.InstallStrategies = s.strategies.Accepted
 	}
 	if pf := s.preflight; pf != nil {
-		next.Preflight = pf.status
+		next.Preflight = &v1.PreflightStatus{TargetID: pf.targetID, Checks: slices.Clone(pf.checks)}
 		next.Conditions = setCondition(next.Conditions, upgradeable(pf), now)
 	}
-	next.RolloutHold = s.hold
-	if s.rolledOver {
+	if s.hold != nil {
+		next.RolloutHold = s.hold.status()
+	}
+	if s.rolledOver() {
 		setObserved(next, s.cfg)
 		next.Phase = v1.KubeVirtPhaseDeployed
 		next.ObservedGeneration = &s.kv.Generation
 		next.RolloutHold = nil // rolled over: nothing was held back
 	}
-	next.Conditions = Conditions(next.Conditions, outcome(next, s), now)
-	if c := retainedCondition(s.retained); c != nil {
-		next.Conditions = setCondition(next.Conditions, *c, now)
-	} else {
-		next.Conditions = removeConditions(next.Conditions, v1.KubeVirtConditionDataRetained)
+	if state, concluded := outcome(next, s); concluded {
+		next.Conditions = Conditions(next.Conditions, state, now)
+	}
+	if s.retained != nil {
+		if c := retainedCondition(s.retained.crds); c != nil {
+			next.Conditions = setCondition(next.Conditions, *c, now)
+		} else {
+			next.Conditions = removeConditions(next.Conditions, v1.KubeVirtConditionDataRetained)
+		}
 	}
 	recordHistory(next, s, now.Time)
 }
 
+// prev is the status the pass started from.
+func prev(s *scope) *v1.KubeVirtStatus { return &s.kv.Status }
+
+// handlerRolloutStatus is status.handlerRollout after a pass whose canary
+// decided st: st, unless it only progressed since the last write and is held
+// back for up to rollout.ProgressInterval (counted from the last progress the
+// previous status recorded): then the previous one, and when to look again to
+// write it.
+func handlerRolloutStatus(prev, st *v1.HandlerRolloutStatus, now time.Time) (*v1.HandlerRolloutStatus, time.Duration) {
+	if hold, after := rollout.HoldProgress(prev, st, lastHandlerWrite(prev), now); hold {
+		return prev, after
+	}
+	return st, 0
+}
+
+// timePtr is t as a status time.
+func timePtr(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
+
 // outcome is the State upstream's conditions are derived from: the pass's
-// problem first, then rolled over, else in progress (held or not).
-func outcome(next *v1.KubeVirtStatus, s *scope) State {
+// problem first, then rolled over, else in progress (held or not). A pass
+// whose object phase did not conclude, with no problem to report (a
+// transient error within its grace), concludes nothing: the conditions stay
+// as they were (concluded false).
+func outcome(next *v1.KubeVirtStatus, s *scope) (state State, concluded bool) {
+	created := s.objects != nil && s.objects.created
 	switch c := next.Certificates; {
 	case s.Problem != nil:
-		return State{Kind: StateFailed, Reason: s.Problem.Reason, Message: s.Problem.Message, Created: s.created}
+		return State{Kind: StateFailed, Reason: s.Problem.Reason, Message: s.Problem.Message, Created: created}, true
 	case c != nil && c.Reason != "":
 		// The certificate controller's problem (its own Warning told users).
-		return State{Kind: StateFailed, Reason: c.Reason, Message: c.Message, Created: s.created}
-	case s.rolledOver:
-		return State{Kind: StateAvailable, Created: true}
+		return State{Kind: StateFailed, Reason: c.Reason, Message: c.Message, Created: created}, true
+	case s.objects == nil:
+		return State{}, false
+	case s.objects.rolledOver:
+		return State{Kind: StateAvailable, Created: true}, true
 	}
-	state := State{Kind: StateDeploying, Created: s.created,
+	state = State{Kind: StateDeploying, Created: created,
 		TargetVersion: next.TargetKubeVirtVersion, TargetRegistry: next.TargetKubeVirtRegistry,
 		ObservedVersion: next.ObservedKubeVirtVersion, ObservedRegistry: next.ObservedKubeVirtRegistry}
 	if h := next.RolloutHold; h != nil && h.Step != "" {
@@ -95,7 +127,7 @@ func outcome(next *v1.KubeVirtStatus, s *scope) State {
 	case next.ObservedDeploymentID != "" && next.ObservedDeploymentID != next.TargetDeploymentID:
 		state.Kind = StateUpdating
 	}
-	return state
+	return state, true
 }
 
 // setDeletion decides the status of an uninstall.

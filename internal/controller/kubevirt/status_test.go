@@ -44,7 +44,7 @@ func TestNextStatus(t *testing.T) {
 	const f, tr = corev1.ConditionFalse, corev1.ConditionTrue
 	for _, tc := range []statusCase{{
 		name:  "installing: the strategy is being generated",
-		scope: func(s *scope) { s.cfg = newCfg },
+		scope: func(s *scope) { s.cfg, s.objects = newCfg, &objectsResult{} },
 		phase: v1.KubeVirtPhaseDeploying, available: f, progressing: tr, degrade: f,
 		check: func(t *testing.T, next v1.KubeVirtStatus) {
 			if next.TargetDeploymentID != "new" || next.ObservedDeploymentID != "" || next.OperatorVersion != "op" {
@@ -53,7 +53,7 @@ func TestNextStatus(t *testing.T) {
 		},
 	}, {
 		name:  "installing: prerequisites written",
-		scope: func(s *scope) { s.cfg, s.target, s.created = newCfg, &deployment{}, true },
+		scope: func(s *scope) { s.cfg, s.target, s.objects = newCfg, &deployment{}, &objectsResult{created: true} },
 		phase: v1.KubeVirtPhaseDeploying, available: f, progressing: tr, degrade: f,
 		check: func(t *testing.T, next v1.KubeVirtStatus) {
 			if c := findCondition(next.Conditions, v1.KubeVirtConditionCreated); c == nil || c.Status != tr {
@@ -64,8 +64,8 @@ func TestNextStatus(t *testing.T) {
 		name: "an upgrade held by spec.paused, before virt-handler",
 		prev: deployedV1(),
 		scope: func(s *scope) {
-			s.cfg, s.target = newCfg, &deployment{}
-			s.hold = &v1.RolloutHoldStatus{Reason: ReasonRolloutPaused, Message: "spec.paused is true", Step: "virt-handler"}
+			s.cfg, s.target, s.objects = newCfg, &deployment{}, &objectsResult{created: true}
+			s.hold = &holdResult{reason: ReasonRolloutPaused, message: "spec.paused is true", step: "virt-handler"}
 		},
 		phase: v1.KubeVirtPhaseDeployed, available: tr, progressing: tr, degrade: tr, reason: ReasonRolloutPaused,
 		check: func(t *testing.T, next v1.KubeVirtStatus) {
@@ -78,10 +78,10 @@ func TestNextStatus(t *testing.T) {
 		name: "preflight blocked",
 		prev: deployedV1(),
 		scope: func(s *scope) {
-			s.cfg, s.target = newCfg, &deployment{}
-			s.preflight = &preflightResult{status: &v1.PreflightStatus{TargetID: "new"}, reason: "ImagePullFailed", message: "no such tag"}
+			s.cfg, s.target, s.objects = newCfg, &deployment{}, &objectsResult{created: true}
+			s.preflight = &preflightResult{targetID: "new", reason: "ImagePullFailed", message: "no such tag"}
 			s.hold = preflightHold("no such tag")
-			s.hold.Step = "prerequisites"
+			s.hold.step = "prerequisites"
 		},
 		phase: v1.KubeVirtPhaseDeployed, available: tr, progressing: tr, degrade: tr, reason: ReasonPreflight,
 		check: func(t *testing.T, next v1.KubeVirtStatus) {
@@ -111,7 +111,7 @@ func TestNextStatus(t *testing.T) {
 		name: "a problem with the stale strategy in use, rolled over: Degraded stays, observed moves",
 		prev: deployedV1(),
 		scope: func(s *scope) {
-			s.cfg, s.target, s.rolledOver, s.created = newCfg, &deployment{}, true, true
+			s.cfg, s.target, s.objects = newCfg, &deployment{}, &objectsResult{created: true, rolledOver: true}
 			s.fail(problem{Reason: ReasonStrategyJobFailed, Message: "regenerating for monitoring failed", Warning: ReasonStrategyJobFailed})
 		},
 		phase: v1.KubeVirtPhaseDeployed, available: tr, progressing: f, degrade: tr, reason: ReasonStrategyJobFailed,
@@ -121,9 +121,11 @@ func TestNextStatus(t *testing.T) {
 			}
 		},
 	}, {
-		name:  "rolled over",
-		prev:  deployedV1(),
-		scope: func(s *scope) { s.cfg, s.target, s.rolledOver, s.created = newCfg, &deployment{}, true, true },
+		name: "rolled over",
+		prev: deployedV1(),
+		scope: func(s *scope) {
+			s.cfg, s.target, s.objects = newCfg, &deployment{}, &objectsResult{created: true, rolledOver: true}
+		},
 		phase: v1.KubeVirtPhaseDeployed, available: tr, progressing: f, degrade: f,
 		check: func(t *testing.T, next v1.KubeVirtStatus) {
 			if next.ObservedDeploymentID != "new" || next.ObservedKubeVirtVersion != "v1.9.0" || next.RolloutHold != nil ||
@@ -141,6 +143,7 @@ func TestNextStatus(t *testing.T) {
 		}(),
 		scope: func(s *scope) {
 			s.cfg, s.target = &deployid.Config{ID: "ours", KubeVirtVersion: "v1.8.4", Registry: "quay.io/kubevirt"}, &deployment{}
+			s.objects = &objectsResult{created: true}
 			s.takeover = observeTakeover(s.kv.Status)
 		},
 		phase: v1.KubeVirtPhaseDeployed, available: tr, progressing: tr, degrade: f,
@@ -148,6 +151,34 @@ func TestNextStatus(t *testing.T) {
 			p := findCondition(next.Conditions, v1.KubeVirtConditionProgressing)
 			if p.Reason != ReasonTakingOver || !strings.Contains(p.Message, "deployment upstreams of another operator") {
 				t.Errorf("Progressing %+v", p)
+			}
+		},
+	}, {
+		name: "at rest, a pass stopped by a transient error within its grace concludes nothing: the conditions stay",
+		prev: deployedV1(),
+		scope: func(s *scope) {
+			s.cfg = oldCfg
+		},
+		phase: v1.KubeVirtPhaseDeployed, available: tr, progressing: f, degrade: f,
+		check: func(t *testing.T, next v1.KubeVirtStatus) {
+			for _, want := range deployedV1().Conditions {
+				if got := findCondition(next.Conditions, want.Type); got == nil || *got != want {
+					t.Errorf("condition %s changed: %+v, was %+v", want.Type, got, want)
+				}
+			}
+		},
+	}, {
+		name: "a rollout held, then a pass stopped before the hold phase: the hold stays recorded",
+		prev: func() v1.KubeVirtStatus {
+			st := deployedV1()
+			st.RolloutHold = &v1.RolloutHoldStatus{Reason: ReasonRolloutPaused, Message: "spec.paused is true", Step: "virt-handler"}
+			return st
+		}(),
+		scope: func(s *scope) { s.cfg = newCfg },
+		phase: v1.KubeVirtPhaseDeployed, available: tr, progressing: f, degrade: f,
+		check: func(t *testing.T, next v1.KubeVirtStatus) {
+			if next.RolloutHold == nil || next.RolloutHold.Reason != ReasonRolloutPaused {
+				t.Errorf("rolloutHold %+v: a pass that did not reach the hold phase cleared it", next.RolloutHold)
 			}
 		},
 	}, {
@@ -170,7 +201,7 @@ func TestNextStatus(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &scope{kv: &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Status: tc.prev}, now: statusT0, generations: tc.prev.Generations}
+			s := &scope{kv: &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Status: tc.prev}, now: statusT0}
 			tc.scope(s)
 			next := nextStatus(tc.prev, s, "op")
 			if next.Phase != tc.phase {
@@ -230,7 +261,7 @@ func TestObserveTakeover(t *testing.T) {
 // transition's Event waits for the status that records it to be written.
 func TestEventsFireOncePerTransition(t *testing.T) {
 	pass := func(prev v1.KubeVirtStatus) *scope {
-		s := &scope{kv: &v1.KubeVirt{Status: prev}, now: statusT0, cfg: newCfg, target: &deployment{}, rolledOver: true, created: true}
+		s := &scope{kv: &v1.KubeVirt{Status: prev}, now: statusT0, cfg: newCfg, target: &deployment{}, objects: &objectsResult{rolledOver: true, created: true}}
 		s.fail(problem{Reason: ReasonStrategyJobFailed, Message: "The install-strategy Job failed and is retried: boom", Warning: ReasonStrategyJobFailed})
 		return s
 	}
