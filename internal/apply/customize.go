@@ -73,6 +73,9 @@ func Customize(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, 
 	if cfg.CustomizeComponents != nil {
 		cc = *cfg.CustomizeComponents
 	}
+	if err := CheckPatchText(cc.Patches); err != nil {
+		return nil, err
+	}
 	for i, p := range cc.Patches {
 		if err := checkPatch(p); err != nil {
 			return nil, &PatchError{Source: fmt.Sprintf("customizeComponents.patches[%d]", i), Patch: p, Err: err}

@@ -30,6 +30,11 @@ import (
 // operation or list element as the longest list or object it may walk. Merge
 // patches take time in proportion to their size and are not counted.
 const (
+	// MaxPatchesBytes is the most text all patches together may have. etcd
+	// stores at most 1.5 MiB per object by default, the rest of the KubeVirt
+	// included; a customization is a few KB. The webhook's callers are not
+	// bound by etcd, and what a dry run decodes grows with the text.
+	MaxPatchesBytes = 1 << 20
 	// MaxJSONPatchOperations is the most operations one JSON patch may have.
 	MaxJSONPatchOperations = 10000
 	// MaxJSONPatchCopyBytes is the most a JSON patch's copy operations may
@@ -46,6 +51,20 @@ const (
 	// a hundred operations or list elements on every object takes under 1% of it.
 	MaxPatchSteps = 10_000_000
 )
+
+// CheckPatchText refuses patches whose text together is over MaxPatchesBytes,
+// as a *PatchError naming the first patch past it, before any is decoded:
+// decoding takes many times the text.
+func CheckPatchText(ps []v1.CustomizeComponentsPatch) error {
+	text := 0
+	for i, p := range ps {
+		if text += len(p.Patch); text > MaxPatchesBytes {
+			return &PatchError{Source: fmt.Sprintf("customizeComponents.patches[%d]", i), Patch: p,
+				Err: fmt.Errorf("the patches up to this one have %d bytes, over the limit of %s", text, mib(MaxPatchesBytes))}
+		}
+	}
+	return nil
+}
 
 // mib writes a limit in MiB, for messages.
 func mib(n int) string { return fmt.Sprintf("%d MiB", n>>20) }

@@ -74,6 +74,16 @@ func insertions(n, k int) string {
 	return "[" + strings.Join(ops, ",") + "]"
 }
 
+// copies is a json patch adding an annotation of size bytes and copying it n
+// times: size*(n+1) bytes from a patch of size.
+func copies(size, n int) string {
+	ops := []string{`{"op":"add","path":"/metadata/annotations","value":{"a":"` + strings.Repeat("a", size) + `"}}`}
+	for i := range n {
+		ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"/metadata/annotations/a","path":"/metadata/annotations/c%d"}`, i))
+	}
+	return "[" + strings.Join(ops, ",") + "]"
+}
+
 // annotation is a merge patch adding an annotation of size bytes.
 func annotation(size int) string {
 	raw, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{"big": strings.Repeat("a", size)}}})
@@ -86,7 +96,6 @@ func annotation(size int) string {
 // customization and writes nothing, instead of crash-looping on a CR stored
 // before the webhook existed.
 func TestPatchLimits(t *testing.T) {
-	mb := 1 << 20
 	for _, tc := range []struct {
 		name  string
 		patch v1.CustomizeComponentsPatch
@@ -100,11 +109,9 @@ func TestPatchLimits(t *testing.T) {
 		{"10,001 operations", v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType, Patch: jsonOps(10001)},
 			[]string{"customizeComponents.patches[0]", "the json patch has 10001 operations, over the limit of 10000"}},
 		{"10,000 operations", v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType, Patch: jsonOps(10000)}, nil},
-		{"an object over 3 MiB", v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: annotation(3 * mb)},
+		{"an object over 3 MiB", v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType, Patch: copies(900<<10, 3)},
 			[]string{"customizeComponents.patches[0]", "does not apply to Deployment kubevirt/virt-api", "the patched object has", "bytes of JSON, over the limit of 3 MiB"}},
-		{"a strategic patch making an object over 3 MiB", v1.CustomizeComponentsPatch{ResourceType: "DaemonSet", ResourceName: "virt-handler", Type: v1.StrategicMergePatchType, Patch: annotation(3 * mb)},
-			[]string{"customizeComponents.patches[0]", "DaemonSet kubevirt/virt-handler", "over the limit of 3 MiB"}},
-		{"2 MiB added to one object", v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: annotation(2 * mb)}, nil},
+		{"2 MiB added to one object", v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType, Patch: copies(512<<10, 3)}, nil},
 		// 40 objects each 100 KB larger: each is small, all together are not.
 		{"100 KB added to every patchable object", v1.CustomizeComponentsPatch{ResourceType: "*", ResourceName: "*", Type: v1.MergePatchType, Patch: annotation(100 << 10)},
 			[]string{"customizeComponents.patches[0]", "the patches would make the objects they apply to", "bytes larger together, over the limit of 3 MiB"}},
@@ -142,22 +149,52 @@ func TestPatchLimits(t *testing.T) {
 	}
 }
 
+// A merge or strategic patch that makes an object too large is refused too.
+func TestPatchedObjectLimit(t *testing.T) {
+	for _, typ := range []v1.PatchType{v1.MergePatchType, v1.StrategicMergePatchType} {
+		s, cfg := v190(t, // 2.7 MiB, then 400 KB more
+			v1.CustomizeComponentsPatch{ResourceType: "DaemonSet", ResourceName: "virt-handler", Type: v1.JSONPatchType, Patch: copies(450<<10, 5)},
+			v1.CustomizeComponentsPatch{ResourceType: "DaemonSet", ResourceName: "virt-handler", Type: typ, Patch: annotation(400 << 10)})
+		_, err := apply.Prepare(s, cfg)
+		if err == nil || !strings.Contains(err.Error(), "customizeComponents.patches[1] (type "+string(typ)) ||
+			!strings.Contains(err.Error(), "DaemonSet kubevirt/virt-handler: the patched object has") {
+			t.Errorf("a %s patch making virt-handler over 3 MiB: %v", typ, err)
+		}
+	}
+}
+
+// The patches' text is bounded before anything is decoded or applied.
+func TestPatchTextLimit(t *testing.T) {
+	big := v1.CustomizeComponentsPatch{ResourceType: "Deployment", ResourceName: "virt-nothing", Type: v1.MergePatchType, Patch: annotation(400 << 10)}
+	s, cfg := v190(t, big, big, big)
+	_, err := apply.Prepare(s, cfg)
+	var pe *apply.PatchError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "customizeComponents.patches[2]") || !strings.Contains(err.Error(), "over the limit of 1 MiB") {
+		t.Errorf("1.2 MB of patches: %v", err)
+	}
+	s, cfg = v190(t, big, big)
+	if _, err := apply.Prepare(s, cfg); err != nil {
+		t.Errorf("800 KB of patches: %v", err)
+	}
+}
+
 // The limit on all objects together counts every patch: two patches each
 // within it are refused when together they are not.
 func TestPatchGrowthAddsUpAcrossPatches(t *testing.T) {
-	two := func(size int) []v1.CustomizeComponentsPatch {
+	// Each patch adds 400 KB and n copies of it to one Deployment.
+	two := func(n int) []v1.CustomizeComponentsPatch {
 		return []v1.CustomizeComponentsPatch{
-			{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: annotation(size)},
-			{ResourceType: "Deployment", ResourceName: "virt-controller", Type: v1.MergePatchType, Patch: annotation(size)},
+			{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.JSONPatchType, Patch: copies(400<<10, n)},
+			{ResourceType: "Deployment", ResourceName: "virt-controller", Type: v1.JSONPatchType, Patch: copies(400<<10, n)},
 		}
 	}
-	s, cfg := v190(t, two(2<<20)...)
+	s, cfg := v190(t, two(4)...)
 	_, err := apply.Prepare(s, cfg)
 	if err == nil || !strings.Contains(err.Error(), "customizeComponents.patches[1]") || !strings.Contains(err.Error(), "larger together") {
-		t.Errorf("two 2 MiB annotations: %v", err)
+		t.Errorf("2 MB on each of two objects: %v", err)
 	}
-	s, cfg = v190(t, two(1<<20)...)
+	s, cfg = v190(t, two(2)...)
 	if _, err := apply.Prepare(s, cfg); err != nil {
-		t.Errorf("two 1 MiB annotations: %v", err)
+		t.Errorf("1.2 MB on each of two objects: %v", err)
 	}
 }
