@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/config/manager"
 	"github.com/virt-operator/virt-operator/internal/admission"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
@@ -291,4 +292,18 @@ func randomLabel(r *rand.Rand) string {
 		return []string{"a b", "-x", strings.Repeat("l", 64)}[r.IntN(3)]
 	}
 	return []string{"team", "example.com/owner", "app.kubernetes.io/part-of"}[r.IntN(3)]
+}
+
+// The operator pods' NetworkPolicy (config/manager, and so the chart) is one
+// the API server takes.
+func TestTheOperatorsNetworkPolicyIsValid(t *testing.T) {
+	ctx := t.Context()
+	np, err := manager.NetworkPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	np.Namespace = createNamespace(t, ctx, "networkpolicy")
+	if err := k8s.Create(ctx, np, client.DryRunAll); err != nil {
+		t.Errorf("the API server refuses the NetworkPolicy: %v", err)
+	}
 }
