@@ -71,11 +71,20 @@ type HandlerDataPlaneCheck struct {
 	// Message says what the check saw, or why it failed.
 	Message string `json:"message,omitempty"`
 	// StartedAt is when the check began judging.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// Deadline is when the check fails if it has not passed by then (the
 	// migration probe's timeout, once its first migration is created).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	Deadline *metav1.Time `json:"deadline,omitempty"`
 	// FinishedAt is when it passed, was skipped or failed.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }
 
@@ -113,6 +122,9 @@ type HandlerProbeMove struct {
 	// Phase is the migration's phase when last seen.
 	Phase string `json:"phase,omitempty"`
 	// CreatedAt is when the operator created it.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	CreatedAt *metav1.Time `json:"createdAt,omitempty"`
 	// From and To are the nodes it moved the VMI from and to, once known.
 	From string `json:"from,omitempty"`

@@ -116,6 +116,7 @@ type HandlerRolloutPolicy struct {
 	// FastStep is maxUnavailable once the canary has baked: a count or a percentage (default 10%).
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:Pattern=`^([1-9][0-9]*|([1-9][0-9]?|100)%)$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || (self >= 1 && self <= 2147483647)",message="must be a count from 1 to 2147483647 or a percentage"
 	FastStep *intstr.IntOrString `json:"fastStep,omitempty"`
 	// BakeTime is how long the canary must stay Ready with no restart (default 10s), a Go duration.
 	BakeTime *Duration `json:"bakeTime,omitempty"`
@@ -128,6 +129,7 @@ type HandlerRolloutPolicy struct {
 	// fails it. 0 fails on any crash in every phase.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:Pattern=`^([0-9]+|([0-9]|[1-9][0-9]|100)%)$`
+	// +kubebuilder:validation:XValidation:rule="type(self) == string || (self >= 0 && self <= 2147483647)",message="must be a count from 0 to 2147483647 or a percentage"
 	MaxCrashing *intstr.IntOrString `json:"maxCrashing,omitempty"`
 	// MaxMigrationWait is how long the rollout leaves a node's virt-handler pod
 	// in place while a live migration from or to that node is unfinished,
@@ -423,6 +425,9 @@ type KubeVirtStatus struct {
 type CertificatesStatus struct {
 	// NextCheck is when a certificate is next due, or a CA bundle next drops
 	// an expired certificate.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	NextCheck *metav1.Time `json:"nextCheck,omitempty"`
 	// Reason and Message say why the certificates could not be kept valid;
 	// empty while they are.
@@ -467,6 +472,9 @@ type RolloutHoldStatus struct {
 	// while its rollout stops updating pods.
 	Step string `json:"step,omitempty"`
 	// NextWindowOpen is when the next rollout window opens.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	NextWindowOpen *metav1.Time `json:"nextWindowOpen,omitempty"`
 }
 
@@ -479,9 +487,15 @@ type DeploymentRecord struct {
 	ToVersion   string `json:"toVersion"`
 	// ChangedKeys are the deployment config keys that changed.
 	// +listType=atomic
-	ChangedKeys []string    `json:"changedKeys,omitempty"`
-	StartedAt   metav1.Time `json:"startedAt"`
+	ChangedKeys []string `json:"changedKeys,omitempty"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
+	StartedAt metav1.Time `json:"startedAt"`
 	// FinishedAt is when observed reached this target, or another target replaced it.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 	// Outcome: InProgress, Succeeded, Failed (rolled back; holds until retried),
 	// or Superseded (a new target came first).
@@ -499,7 +513,10 @@ type DeploymentRecord struct {
 
 // DeploymentPhase is one stage of a deployment.
 type DeploymentPhase struct {
-	Name      string      `json:"name"`
+	Name string `json:"name"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	StartedAt metav1.Time `json:"startedAt"`
 	// Seconds it took; set once the next stage began.
 	Seconds *int64 `json:"seconds,omitempty"`
@@ -520,6 +537,9 @@ type WorkloadUpdatesStatus struct {
 	Evicted           int `json:"evicted"`
 	// LastEvictionBatch is when the last batch of evictions was sent; the next
 	// waits batchEvictionInterval after it, across operator restarts.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	LastEvictionBatch *metav1.Time `json:"lastEvictionBatch,omitempty"`
 	// Blocked says why the updater does not act now (empty when it may).
 	Blocked string `json:"blocked,omitempty"`
@@ -566,17 +586,26 @@ type GenerationStatus struct {
 // HandlerRolloutStatus is the virt-handler canary rollout as the operator sees it.
 type HandlerRolloutStatus struct {
 	// Phase of the rollout: Started, Canary, Increasing, Waiting, Successful or Failed.
-	Phase         string       `json:"phase,omitempty"`
-	DesiredPods   int32        `json:"desiredPods,omitempty"`
-	UpdatedPods   int32        `json:"updatedPods,omitempty"`
-	ReadyPods     int32        `json:"readyPods,omitempty"`
-	CanaryPod     string       `json:"canaryPod,omitempty"`
-	CanaryNode    string       `json:"canaryNode,omitempty"`
-	StartedAt     *metav1.Time `json:"startedAt,omitempty"`
+	Phase       string `json:"phase,omitempty"`
+	DesiredPods int32  `json:"desiredPods,omitempty"`
+	UpdatedPods int32  `json:"updatedPods,omitempty"`
+	ReadyPods   int32  `json:"readyPods,omitempty"`
+	CanaryPod   string `json:"canaryPod,omitempty"`
+	CanaryNode  string `json:"canaryNode,omitempty"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	PhaseChangeAt *metav1.Time `json:"phaseChangeAt,omitempty"`
 	// LastProgressAt is when more pods last got updated or ready (or the phase
 	// changed); progressDeadline counts from it, so a slow healthy rollout is
 	// never called stuck.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	LastProgressAt *metav1.Time `json:"lastProgressAt,omitempty"`
 	// Paused: the rollout updates no further pods (spec.paused or outside the
 	// rollout windows); the canary bakes on but does not widen.
@@ -617,6 +646,9 @@ type HandlerMigrationWait struct {
 	// namespace/name (of several, the one that lasts longest).
 	Migration string `json:"migration"`
 	// Until is when the wait ends even if the migration has not finished.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	Until metav1.Time `json:"until"`
 }
 
@@ -647,8 +679,14 @@ type KubeVirtCondition struct {
 	Type   KubeVirtConditionType  `json:"type"`
 	Status corev1.ConditionStatus `json:"status"`
 	// +nullable
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty"`
 	// +nullable
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 	Reason             string      `json:"reason,omitempty"`
 	Message            string      `json:"message,omitempty"`

@@ -97,6 +97,9 @@ type WorkloadUpdateChoices struct {
 type WorkloadUpdateWindowStatus struct {
 	Open bool `json:"open"`
 	// NextOpen is when the next window opens (set while closed).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	NextOpen *metav1.Time `json:"nextOpen,omitempty"`
 	// Error names a window that cannot be read (it never opens).
 	Error string `json:"error,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -17,6 +18,9 @@ var priorityClass []byte
 
 //go:embed deployment.yaml
 var deployment []byte
+
+//go:embed networkpolicy.yaml
+var networkPolicy []byte
 
 // Deployment is the operator's Deployment, as deployment.yaml defines it.
 func Deployment() (*appsv1.Deployment, error) {
@@ -34,4 +38,13 @@ func PriorityClass() (*schedulingv1.PriorityClass, error) {
 		return nil, fmt.Errorf("config/manager/priorityclass.yaml: %w", err)
 	}
 	return pc, nil
+}
+
+// NetworkPolicy is the operator pods' ingress policy, as networkpolicy.yaml defines it.
+func NetworkPolicy() (*networkingv1.NetworkPolicy, error) {
+	np := &networkingv1.NetworkPolicy{}
+	if err := yaml.UnmarshalStrict(networkPolicy, np); err != nil {
+		return nil, fmt.Errorf("config/manager/networkpolicy.yaml: %w", err)
+	}
+	return np, nil
 }

@@ -54,6 +54,7 @@ type defaults struct {
 	Resources, NodeSelector, Affinity, Tolerations string // YAML, ready to follow "key:"
 	PriorityClassName                              string
 	PrometheusName, PrometheusNamespace            string
+	WebhooksFrom, MetricsFrom                      string // YAML, ready to follow "from:"
 }
 
 // chartVersion is the chart's own version: raise it with a change of the chart.
@@ -93,6 +94,9 @@ func Generate(configDir string) (map[string][]byte, error) {
 	}
 	if g.deployments != 1 {
 		return nil, fmt.Errorf("config/%s: %d Deployments, want the operator's only", installBase, g.deployments)
+	}
+	if g.networkPolicies != 1 {
+		return nil, fmt.Errorf("config/%s: %d NetworkPolicies, want the operator's only", installBase, g.networkPolicies)
 	}
 	if g.prometheusSubjects != 1 {
 		return nil, fmt.Errorf("config/%s: %d subjects outside namespace %s, want Prometheus' ServiceAccount only", monitoringBase, g.prometheusSubjects, g.ns)
@@ -220,6 +224,7 @@ type generator struct {
 	holes              []hole
 	values             defaults
 	deployments        int
+	networkPolicies    int
 	prometheusSubjects int
 }
 
@@ -344,6 +349,14 @@ func (g *generator) object(obj map[string]any, monitoring bool) (string, error) 
 		if err := g.deployment(obj); err != nil {
 			return "", err
 		}
+	case "NetworkPolicy":
+		if monitoring {
+			return "", errors.New("a NetworkPolicy among the monitoring objects")
+		}
+		if err := g.networkPolicy(obj); err != nil {
+			return "", err
+		}
+		cond = ".Values.networkPolicy.enabled"
 	case "ServiceMonitor":
 		labels, _ := m["labels"].(map[string]any)
 		if labels == nil {
@@ -455,6 +468,46 @@ func (g *generator) deployment(obj map[string]any) error {
 	return nil
 }
 
+// networkPolicy templates the sources of the operator's NetworkPolicy: one
+// ingress rule per port, webhooks and metrics, each admitting
+// .Values.networkPolicy.<port>.from (every source when empty).
+func (g *generator) networkPolicy(obj map[string]any) error {
+	g.networkPolicies++
+	spec, _ := obj["spec"].(map[string]any)
+	rules, _ := spec["ingress"].([]any)
+	found := map[string]bool{}
+	for _, r := range rules {
+		rule, _ := r.(map[string]any)
+		ports, _ := rule["ports"].([]any)
+		if len(ports) != 1 {
+			return fmt.Errorf("an ingress rule with %d ports, want one (webhooks or metrics)", len(ports))
+		}
+		port := str(ports[0].(map[string]any)["port"])
+		var dst *string
+		switch port {
+		case "webhooks":
+			dst = &g.values.WebhooksFrom
+		case "metrics":
+			dst = &g.values.MetricsFrom
+		default:
+			return fmt.Errorf("an ingress rule for port %q, want webhooks or metrics", port)
+		}
+		if found[port] {
+			return fmt.Errorf("two ingress rules for port %s", port)
+		}
+		found[port] = true
+		var err error
+		if *dst, err = defaultYAML(rule["from"], "[]", 6); err != nil {
+			return err
+		}
+		rule["from"] = g.hole(optional(".Values.networkPolicy." + port + ".from"))
+	}
+	if len(found) != 2 {
+		return fmt.Errorf("ingress rules for %v, want webhooks and metrics", found)
+	}
+	return nil
+}
+
 // splitImage splits repository:tag; an image by digest or without a tag is refused.
 func splitImage(image string) (string, string, error) {
 	i := strings.LastIndex(image, ":")
@@ -540,6 +593,10 @@ func (g *generator) fill(text string) (string, error) {
 			lines[i] = g.holes[n](indent, "")
 		case strings.HasSuffix(body, ": "+token) && !strings.HasPrefix(body, "- "):
 			lines[i] = g.holes[n](indent, strings.TrimSuffix(body, ": "+token))
+		case strings.HasSuffix(body, ": "+token):
+			// The first key of a list item: the dash on a line of its own, so
+			// the item stays one when the hole renders nothing.
+			lines[i] = indent + "-\n" + g.holes[n](indent+"  ", strings.TrimSuffix(strings.TrimPrefix(body, "- "), ": "+token))
 		default:
 			return "", fmt.Errorf("line %q: a hole must be a whole value or a whole key of a map", line)
 		}

@@ -70,7 +70,8 @@ func TestGenerate(t *testing.T) {
 	}
 	values := string(files["values.yaml"])
 	for _, want := range []string{"name: kubevirt\n", "repository: ghcr.io/virt-operator/virt-operator\n", "replicas: 2\n",
-		"priorityClassName: system-cluster-critical\n", "    memory: 256Mi\n", "nodeSelector: {}\n", "tolerations: []\n"} {
+		"priorityClassName: system-cluster-critical\n", "    memory: 256Mi\n", "nodeSelector: {}\n", "tolerations: []\n",
+		"  webhooks:\n    from: []\n", "  metrics:\n    from:\n      - namespaceSelector:\n"} {
 		if !strings.Contains(values, want) {
 			t.Errorf("values.yaml has no %q:\n%s", want, values)
 		}
@@ -100,6 +101,9 @@ func TestGenerateRefuses(t *testing.T) {
 		{"a namespace field it does not know", "rbac/metrics_reader.yaml", "rules:", "aggregationRule:\n  namespace: kubevirt\nrules:", "teach it"},
 		{"an image the Job would not run", "manager/deployment.yaml", "value: ghcr.io/virt-operator/virt-operator:devel", "value: ghcr.io/other:devel", "must match"},
 		{"an image by digest", "manager/deployment.yaml", "image: ghcr.io/virt-operator/virt-operator:devel", "image: ghcr.io/virt-operator/virt-operator@sha256:00", "want repository:tag"},
+		{"a NetworkPolicy rule for another port", "manager/networkpolicy.yaml", "        - port: metrics", "        - port: health", "want webhooks or metrics"},
+		{"a NetworkPolicy rule for two ports", "manager/networkpolicy.yaml", "        - port: metrics\n", "        - port: metrics\n        - port: health\n", "want one"},
+		{"a NetworkPolicy without its metrics rule", "manager/networkpolicy.yaml", "        - port: metrics", "        - port: webhooks", "two ingress rules for port webhooks"},
 		{"a second namespace", "manager/namespace.yaml", "pod-security.kubernetes.io/enforce: privileged", "pod-security.kubernetes.io/enforce: privileged\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: other", "want the operator's only"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -119,11 +123,12 @@ func TestDefaultsFollowConfig(t *testing.T) {
 	edit(t, filepath.Join(dir, "manager/deployment.yaml"), "replicas: 2", "replicas: 3")
 	edit(t, filepath.Join(dir, "manager/deployment.yaml"), "      serviceAccountName: virt-operator",
 		"      serviceAccountName: virt-operator\n      nodeSelector:\n        kubernetes.io/os: linux")
+	edit(t, filepath.Join(dir, "manager/networkpolicy.yaml"), "kubernetes.io/metadata.name: monitoring", "kubernetes.io/metadata.name: prometheus")
 	files, err := Generate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"replicas: 3\n", "nodeSelector:\n  kubernetes.io/os: linux\n"} {
+	for _, want := range []string{"replicas: 3\n", "nodeSelector:\n  kubernetes.io/os: linux\n", "kubernetes.io/metadata.name: prometheus\n"} {
 		if !strings.Contains(string(files["values.yaml"]), want) {
 			t.Errorf("values.yaml has no %q", want)
 		}

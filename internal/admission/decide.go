@@ -8,9 +8,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
@@ -20,6 +25,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/release"
 	"github.com/virt-operator/virt-operator/internal/rollout"
+	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/strategy/generate"
 	"github.com/virt-operator/virt-operator/internal/workloads"
 	"github.com/virt-operator/virt-operator/internal/workloadupdate"
@@ -48,9 +54,11 @@ type Validator struct {
 	Env deployid.Env
 
 	// renders lets one dry run render a strategy at a time: a render allocates
-	// about 28 MB, and requests that change a customized spec are rare.
+	// about 28 MB.
 	rendersOnce sync.Once
 	renders     chan struct{}
+	// render is the dry run's work; nil is render (tests replace it).
+	render func(*deployid.Config) error
 }
 
 // Create refuses a KubeVirt when one exists anywhere in the cluster already, and a
@@ -109,12 +117,21 @@ func Delete(kv *v1.KubeVirt, count func() (workloads.Counts, error)) Verdict {
 //     the virt-handler rollout policy (rollout.PolicyFrom), the rollout and
 //     workload-update windows (maintenance.Check: a window that can never
 //     open), the workload-update settings;
-//  5. customizeComponents: the patches' syntax, then, for a release the builtin
-//     generator knows, a dry run: the release rendered for this config and the
-//     customizations applied as the operator applies them (apply.Prepare), so a
-//     patch naming a field the object does not have, or a JSON-patch path the
-//     release lacks, is refused. A release delegated to its own operator image
-//     gets the syntax check only: its strategy exists only once its Job ran.
+//  5. what the API server would refuse in the objects the spec names or
+//     places: the monitoring namespaces and account (generate's own check,
+//     for each namespace the strategy Job may find Prometheus in), and
+//     spec.infra's and spec.workloads' nodePlacement as a pod template
+//     carries it (placement.go);
+//  6. customizeComponents: the size of the patches' text (apply's limit, before
+//     anything is decoded) and their syntax, then, for a release the builtin
+//     generator knows, a dry run, whatever the spec: the release rendered for
+//     this config and customized as the operator customizes it (apply.Prepare,
+//     within its limits), so a patch naming a field the object does not have,
+//     a JSON-patch path the release lacks, or a patch over a limit is refused,
+//     and the customized objects' labels, annotations and pod placement
+//     checked as the API server will. A release delegated to its own operator
+//     image gets the syntax check only: its strategy exists only once its Job
+//     ran.
 func (v *Validator) validSpec(ctx context.Context, kv *v1.KubeVirt) Verdict {
 	s := &kv.Spec
 	if s.Infra != nil && s.Infra.Replicas != nil && *s.Infra.Replicas == 0 {
@@ -145,6 +162,17 @@ func (v *Validator) validSpec(ctx context.Context, kv *v1.KubeVirt) Verdict {
 	}
 	if err := workloadupdate.SettingsFrom(kv).Invalid; err != nil {
 		return refuse("%s", oneLine(err))
+	}
+	for _, ns := range cfg.PotentialMonitorNamespaces() {
+		if err := generate.ValidateMonitoring(cfg, ns); err != nil {
+			return refuse("%s", oneLine(err))
+		}
+	}
+	if err := placements(s); err != nil {
+		return refuse("%s", oneLine(err))
+	}
+	if err := apply.CheckPatchText(s.CustomizeComponents.Patches); err != nil {
+		return refuse("spec.%s", oneLine(err))
 	}
 	for i, p := range s.CustomizeComponents.Patches {
 		if err := patchSyntax(p); err != nil {
@@ -203,32 +231,74 @@ func windows(s *v1.KubeVirtSpec) error {
 	return errors.Join(errs...)
 }
 
-// dryRun applies cfg's customizations to the strategy of its release, as the
-// operator will (apply.Prepare), when the builtin generator knows the release:
-// a *apply.PatchError names the patch (spec.customizeComponents.patches[i]) and
-// the object it does not apply to. The strategy is rendered without the
-// customizations and without monitoring: monitoring adds no object a patch can
-// target (Roles, RoleBindings, a ServiceMonitor, a PrometheusRule).
+// placements refuses a nodePlacement of spec.infra or spec.workloads that the
+// API server would refuse in the components' pod templates.
+func placements(s *v1.KubeVirtSpec) error {
+	var errs field.ErrorList
+	for _, c := range []struct {
+		name string
+		cc   *v1.ComponentConfig
+	}{{"infra", s.Infra}, {"workloads", s.Workloads}} {
+		if c.cc != nil {
+			errs = append(errs, nodePlacement(c.cc.NodePlacement, field.NewPath("spec", c.name, "nodePlacement"))...)
+		}
+	}
+	return errs.ToAggregate()
+}
+
+// dryRunTimeout bounds a dry run, the wait for the one before it included.
+// The API server gives the webhook 10 s (its timeoutSeconds), after which it
+// refuses with a timeout that says nothing of the spec; a dry run takes
+// about 50 ms, and Prepare's limits bound what patches can add to it.
+const dryRunTimeout = 5 * time.Second
+
+// dryRun renders the strategy of cfg's release and customizes it as the
+// operator will (apply.Prepare), when the builtin generator knows the
+// release: a *apply.PatchError names the patch (spec.customizeComponents.patches[i])
+// and the object it does not apply to, or the limit it is over. The
+// customized objects are then checked as the API server will check them
+// (rendered). The strategy is rendered without monitoring: monitoring adds no
+// object a patch can target (Roles, RoleBindings, a ServiceMonitor, a
+// PrometheusRule), and its names are checked on their own.
 //
 // A render takes about 50 ms (240 ms the first time a release is rendered in the
 // process) and allocates about 28 MB, of which 7 MB stay while it is used: well
 // within the webhook's 10 s, and not worth keeping 7 MB per release in every
-// replica for requests this rare, so nothing is cached. Renders run one at a
-// time, which bounds the memory they take.
+// replica for spec edits, which are rare, so nothing is cached. Renders run
+// one at a time, which bounds the memory they take: one past its deadline
+// finishes on its own (Prepare's limits bound it) and only then lets the
+// next one start.
 func (v *Validator) dryRun(ctx context.Context, cfg *deployid.Config) error {
-	if cfg.CustomizeComponents == nil {
-		return nil
-	}
 	if _, builtin := release.Lookup(cfg.KubeVirtVersion); !builtin {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, dryRunTimeout)
+	defer cancel()
 	v.rendersOnce.Do(func() { v.renders = make(chan struct{}, 1) })
 	select {
 	case v.renders <- struct{}{}:
-		defer func() { <-v.renders }()
 	case <-ctx.Done():
-		return fmt.Errorf("spec.customizeComponents: not checked in time: %w", ctx.Err())
+		return fmt.Errorf("spec: not checked in time (another check is under way): %w", ctx.Err())
 	}
+	work := v.render
+	if work == nil {
+		work = render
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() { <-v.renders }()
+		done <- work(cfg)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("spec: not checked in time (rendering KubeVirt %s for it): %w", cfg.KubeVirtVersion, ctx.Err())
+	}
+}
+
+// render is the dry run itself.
+func render(cfg *deployid.Config) error {
 	base := cfg.DeepCopy()
 	base.CustomizeComponents, base.Infra, base.Workloads = nil, nil, nil
 	base.ID = base.ComputeID()
@@ -236,14 +306,40 @@ func (v *Validator) dryRun(ctx context.Context, cfg *deployid.Config) error {
 	if err != nil {
 		return fmt.Errorf("KubeVirt %s cannot be rendered: %w", cfg.KubeVirtVersion, err)
 	}
-	if _, err := apply.Prepare(s, cfg); err != nil {
+	prepared, err := apply.Prepare(s, cfg)
+	if err != nil {
 		var pe *apply.PatchError
 		if errors.As(err, &pe) {
 			return fmt.Errorf("spec.%w (KubeVirt %s)", pe, cfg.KubeVirtVersion)
 		}
 		return fmt.Errorf("spec.customizeComponents: %w", err)
 	}
+	return rendered(prepared)
+}
+
+// rendered refuses a customized object the API server would refuse for its
+// labels, annotations or pod placement. Placement from spec.infra and
+// spec.workloads is checked before, naming those fields, so what is found
+// here comes of customizeComponents.
+func rendered(s *strategy.Strategy) error {
+	for _, o := range s.Objects() {
+		errs := objectMeta(&metav1.ObjectMeta{Labels: o.GetLabels(), Annotations: o.GetAnnotations()}, field.NewPath("metadata"))
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			errs = append(errs, podTemplate(&w.Spec.Template)...)
+		case *appsv1.DaemonSet:
+			errs = append(errs, podTemplate(&w.Spec.Template)...)
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("spec.customizeComponents: the API server would refuse the customized %s: %w", apply.RefOf(o), errs.ToAggregate())
+		}
+	}
 	return nil
+}
+
+func podTemplate(t *corev1.PodTemplateSpec) field.ErrorList {
+	errs := objectMeta(&t.ObjectMeta, field.NewPath("spec", "template", "metadata"))
+	return append(errs, podPlacement(&t.Spec, field.NewPath("spec", "template", "spec"))...)
 }
 
 // patchSyntax checks that a patch is what its type says: a JSON patch is a list of

@@ -3,13 +3,14 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/deployid"
@@ -102,6 +103,15 @@ func TestSpecValidation(t *testing.T) {
 		return v1.MaintenanceWindow{Start: start, Duration: v1.Duration{Duration: x}, TimeZone: tz}
 	}
 	typo := `[{"op":"replace","path":"/spec/template/spec/containers/0/livenessProbe/periodSeconds","value":5}]`
+	infra := func(kv *v1.KubeVirt) **v1.ComponentConfig { return &kv.Spec.Infra }
+	workloads := func(kv *v1.KubeVirt) **v1.ComponentConfig { return &kv.Spec.Workloads }
+	placed := func(which func(*v1.KubeVirt) **v1.ComponentConfig, p *v1.NodePlacement) func(*v1.KubeVirt) {
+		return func(kv *v1.KubeVirt) { *which(kv) = &v1.ComponentConfig{NodePlacement: p} }
+	}
+	nodeAffinity := func(rq corev1.NodeSelectorRequirement) *v1.NodePlacement {
+		return &v1.NodePlacement{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{rq}}}}}}}
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(*v1.KubeVirt)
@@ -192,6 +202,88 @@ func TestSpecValidation(t *testing.T) {
 			kv.Spec.RolloutWindows = []v1.MaintenanceWindow{win("02:00", time.Hour, "America/New_York")}
 			kv.Spec.WorkloadUpdates = &v1.WorkloadUpdatePolicy{Windows: []v1.MaintenanceWindow{win("23:30", 7*24*time.Hour, "")}}
 		}, nil},
+		// What the strategy Job's generator refuses (review 4 F10).
+		{"a serviceMonitorNamespace that is no namespace", func(kv *v1.KubeVirt) { kv.Spec.ServiceMonitorNamespace = "Monitoring_NS" },
+			[]string{`spec.serviceMonitorNamespace "Monitoring_NS" is no namespace name`}},
+		{"a monitorNamespace that is no namespace", func(kv *v1.KubeVirt) { kv.Spec.MonitorNamespace = "monitoring.svc" },
+			[]string{`monitor namespace "monitoring.svc" is no namespace name`}},
+		{"a monitorAccount that is no ServiceAccount name", func(kv *v1.KubeVirt) { kv.Spec.MonitorAccount = "prometheus/k8s" },
+			[]string{`spec.monitorAccount "prometheus/k8s" is no ServiceAccount name`}},
+		{"monitoring names", func(kv *v1.KubeVirt) {
+			kv.Spec.MonitorNamespace, kv.Spec.ServiceMonitorNamespace, kv.Spec.MonitorAccount = "prometheus", "kubevirt-monitoring", "prometheus-operator.k8s"
+		}, nil},
+		// What the API server refuses in the components' pod templates (F10).
+		{"a nodeSelector key that is no label", placed(infra, &v1.NodePlacement{NodeSelector: map[string]string{"node role!": "x"}}),
+			[]string{`spec.infra.nodePlacement.nodeSelector: Invalid value: "node role!"`}},
+		{"a nodeSelector value that is no label value", placed(workloads, &v1.NodePlacement{NodeSelector: map[string]string{"role": "a b"}}),
+			[]string{`spec.workloads.nodePlacement.nodeSelector: Invalid value: "a b"`}},
+		{"a toleration operator that is none", placed(workloads, &v1.NodePlacement{Tolerations: []corev1.Toleration{{Key: "k", Operator: "Sometimes"}}}),
+			[]string{`spec.workloads.nodePlacement.tolerations[0].operator: Unsupported value: "Sometimes"`}},
+		{"a toleration with no key that is not Exists", placed(infra, &v1.NodePlacement{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpEqual, Value: "v"}}}),
+			[]string{"spec.infra.nodePlacement.tolerations[0].operator", "must be Exists when key is empty"}},
+		{"a toleration key that is no label", placed(infra, &v1.NodePlacement{Tolerations: []corev1.Toleration{{Key: "a/b/c", Operator: corev1.TolerationOpExists}}}),
+			[]string{"spec.infra.nodePlacement.tolerations[0].key"}},
+		{"an Exists toleration with a value", placed(infra, &v1.NodePlacement{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Value: "v"}}}),
+			[]string{"spec.infra.nodePlacement.tolerations[0].value", "must be empty when operator is Exists"}},
+		{"an Equal toleration whose value is no label value", placed(infra, &v1.NodePlacement{Tolerations: []corev1.Toleration{{Key: "k", Value: "a b"}}}),
+			[]string{"spec.infra.nodePlacement.tolerations[0].value"}},
+		{"a taint effect that is none", placed(workloads, &v1.NodePlacement{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: "NoScheduleEver"}}}),
+			[]string{`spec.workloads.nodePlacement.tolerations[0].effect: Unsupported value: "NoScheduleEver"`}},
+		{"tolerationSeconds without NoExecute", placed(workloads, &v1.NodePlacement{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptr(int64(5))}}}),
+			[]string{"spec.workloads.nodePlacement.tolerations[0].effect", "must be NoExecute when tolerationSeconds is set"}},
+		{"a required node affinity without terms", placed(infra, &v1.NodePlacement{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}}),
+			[]string{"spec.infra.nodePlacement.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value"}},
+		{"a node selector In without values", placed(infra, nodeAffinity(corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn})),
+			[]string{"nodeSelectorTerms[0].matchExpressions[0].values: Required value"}},
+		{"a node selector operator that is none", placed(infra, nodeAffinity(corev1.NodeSelectorRequirement{Key: "zone", Operator: "Near"})),
+			[]string{`nodeSelectorTerms[0].matchExpressions[0].operator: Invalid value: "Near"`}},
+		{"a node selector value that is no label value", placed(infra, nodeAffinity(corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a b"}})),
+			[]string{"nodeSelectorTerms[0].matchExpressions[0].values[0]"}},
+		{"a node field selector on a field that is none", placed(infra, &v1.NodePlacement{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "spec.unschedulable", Operator: corev1.NodeSelectorOpIn, Values: []string{"false"}}}}}}}}}),
+			[]string{`matchFields[0].key: Invalid value: "spec.unschedulable"`}},
+		{"a preferred node term of weight 0", placed(infra, &v1.NodePlacement{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpExists}}}}}}}}),
+			[]string{"preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0: must be in the range 1-100"}},
+		{"a pod anti-affinity without a topologyKey", placed(infra, &v1.NodePlacement{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io": "virt-api"}}}}}}}),
+			[]string{"spec.infra.nodePlacement.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value"}},
+		{"a pod affinity label selector with an operator that is none", placed(infra, &v1.NodePlacement{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 10, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near", Values: []string{"x"}}}}}}}}}}),
+			[]string{"spec.infra.nodePlacement.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.labelSelector.matchExpressions[0].operator"}},
+		{"a pod affinity namespace that is no namespace", placed(infra, &v1.NodePlacement{Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: "kubernetes.io/hostname", Namespaces: []string{"Kube_System"}}}}}}),
+			[]string{"podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaces[0]"}},
+		{"placements the API server takes", func(kv *v1.KubeVirt) {
+			placed(infra, &v1.NodePlacement{NodeSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}, {Key: "infra", Value: "yes", Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(30))}},
+				Affinity: &corev1.Affinity{
+					NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+						MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}, {Key: "cpus", Operator: corev1.NodeSelectorOpGt, Values: []string{"4"}}},
+						MatchFields:      []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"node-1"}}}}}},
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 100, Preference: corev1.NodeSelectorTerm{
+							MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"not a label value, preferred"}}}}}}},
+					PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{
+						TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubevirt.io": "virt-api"}}, MatchLabelKeys: []string{"pod-template-hash"}}}}},
+				}})(kv)
+			placed(workloads, &v1.NodePlacement{Tolerations: []corev1.Toleration{{Key: "example.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}})(kv)
+		}, nil},
+		// What the API server refuses in the customized objects.
+		{"a patch adding a label key that is no label", patch(v1.MergePatchType, "Deployment", "virt-api", `{"metadata":{"labels":{"a b":"c"}}}`),
+			[]string{"spec.customizeComponents: the API server would refuse the customized Deployment kubevirt/virt-api", `metadata.labels: Invalid value: "a b"`}},
+		{"a patch adding a toleration that is none", patch(v1.StrategicMergePatchType, "DaemonSet", "virt-handler", `{"spec":{"template":{"spec":{"tolerations":[{"key":"k","operator":"Sometimes"}]}}}}`),
+			[]string{"the customized DaemonSet kubevirt/virt-handler", `spec.template.spec.tolerations[`, `operator: Unsupported value: "Sometimes"`}},
+		{"a patch adding 300 KB of annotations", patch(v1.MergePatchType, "Service", "virt-api", `{"metadata":{"annotations":{"a":"`+strings.Repeat("x", 300<<10)+`"}}}`),
+			[]string{"the customized Service kubevirt/virt-api", "metadata.annotations: Too long: may not be more than 262144 bytes"}},
+		// What would take the memory or the time of the operator (review 4 F3).
+		{"14 copies of virt-api's spec into itself", apiPatch(v1.JSONPatchType, copyBomb(14)),
+			[]string{"spec.customizeComponents.patches[0] (type json, resourceType Deployment, resourceName virt-api) does not apply to Deployment kubevirt/virt-api", "copy operations add more than the limit of 3 MiB"}},
+		{"1.2 MB of patches, for a delegated release too", both(tag("v1.7.4"), apiPatch(v1.MergePatchType, `{"metadata":{"annotations":{"a":"`+strings.Repeat("x", 600<<10)+`"}}}`),
+			apiPatch(v1.MergePatchType, `{"metadata":{"annotations":{"b":"`+strings.Repeat("x", 600<<10)+`"}}}`)),
+			[]string{"spec.customizeComponents.patches[1] (type merge, resourceType Deployment, resourceName virt-api): the patches up to this one have", "over the limit of 1 MiB"}},
+		{"a strategic list of 8,000 elements", apiPatch(v1.StrategicMergePatchType, `{"spec":{"template":{"spec":{"containers":[`+strings.Repeat(`{"name":"c"},`, 7999)+`{"name":"c"}]}}}}`),
+			[]string{"spec.customizeComponents.patches[0]", "over the limit of 10000000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := validator().Create(t.Context(), kubeVirt(tc.edit), nil)
@@ -214,23 +306,64 @@ func TestSpecValidation(t *testing.T) {
 	}
 }
 
-// A dry run waits for the one before it, but never past the request's deadline.
+// A dry run waits for the one before it, but never past the request's deadline;
+// it runs whether or not the spec has customizations.
 func TestDryRunWaitsWithinTheDeadline(t *testing.T) {
 	v := validator()
 	v.rendersOnce.Do(func() { v.renders = make(chan struct{}, 1) })
 	v.renders <- struct{}{} // a render under way
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	kv := kubeVirt(func(kv *v1.KubeVirt) {
-		kv.Spec.CustomizeComponents.Patches = []v1.CustomizeComponentsPatch{{ResourceType: "Deployment", ResourceName: "virt-api", Type: v1.MergePatchType, Patch: `{}`}}
-	})
-	if got := v.Create(ctx, kv, nil); got.Allowed || !strings.Contains(got.Message, "spec.customizeComponents: not checked in time") {
+	kv := kubeVirt(nil)
+	if got := v.Create(ctx, kv, nil); got.Allowed || !strings.Contains(got.Message, "spec: not checked in time (another check is under way)") {
 		t.Errorf("%+v", got)
 	}
 	<-v.renders
 	if got := v.Create(t.Context(), kv, nil); !got.Allowed {
 		t.Errorf("once the render is done: %s", got.Message)
 	}
+}
+
+// A render past the deadline is refused in time; it still holds its place
+// until it finishes, so renders abandoned by their requests never pile up.
+func TestDryRunHasADeadline(t *testing.T) {
+	v := validator()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	v.render = func(*deployid.Config) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if got := v.Create(ctx, kubeVirt(nil), nil); got.Allowed || !strings.Contains(got.Message, "spec: not checked in time (rendering KubeVirt v1.9.0 for it)") {
+		t.Errorf("a render past the deadline: %+v", got)
+	}
+	<-started
+	ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if got := v.Create(ctx, kubeVirt(nil), nil); got.Allowed || !strings.Contains(got.Message, "another check is under way") {
+		t.Errorf("while the abandoned render runs: %+v", got)
+	}
+	close(release)
+	if got := v.Create(t.Context(), kubeVirt(nil), nil); !got.Allowed {
+		t.Errorf("once the abandoned render is done: %s", got.Message)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// copyBomb copies virt-api's spec into itself n times: each copy doubles it.
+func copyBomb(n int) string {
+	ops := []string{`{"op":"add","path":"/spec/template/metadata/annotations","value":{}}`}
+	for i := range n {
+		ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"/spec","path":"/spec/template/metadata/annotations/x%d"}`, i))
+	}
+	return "[" + strings.Join(ops, ",") + "]"
 }
 
 // A delete of a Deployed KubeVirt under BlockUninstallIfWorkloadsExist is

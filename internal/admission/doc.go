@@ -7,8 +7,11 @@
 // upstream refuses it; a spec the operator would refuse or hold on forever is
 // refused with the field named, checked by the operator's own code (the
 // deployment config, the certificate and rollout policies, the windows, the
-// workload-update settings) and, for a release the builtin generator knows, by
-// a dry run of the customizeComponents patches against that release's strategy;
+// workload-update settings, the generator's monitoring names), by what the API
+// server would refuse in the pod placement the operator copies (placement.go)
+// and, for a release the builtin generator knows, by a dry run: the release
+// rendered and customized as the operator customizes it (within apply's
+// limits on patches), with a deadline, whatever the spec;
 // an update is checked only when the spec changes, so the
 // operator's own finalizer and label writes always pass; a delete under
 // BlockUninstallIfWorkloadsExist (the default) is refused while workloads exist, with

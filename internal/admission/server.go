@@ -57,6 +57,10 @@ type Server struct {
 	validatorOnce sync.Once
 	validator     *Validator
 
+	// reviews holds a token per review being read or decided (maxReviews).
+	reviewsOnce sync.Once
+	reviews     chan struct{}
+
 	mu     sync.Mutex
 	cached struct {
 		version string
@@ -156,14 +160,39 @@ func (s *Server) Handler() http.Handler {
 
 type decideFunc func(ctx context.Context, req *admissionv1.AdmissionRequest) (Verdict, error)
 
+// maxReviewBytes bounds an AdmissionReview: the API server sends the object
+// and the old object, each at most its 3 MiB request limit, in JSON.
+const maxReviewBytes = 8 << 20
+
+// maxReviews is how many reviews are read and decided at once. A review holds
+// its body and what it decodes, about three times the body: four take at most
+// about 100 MiB of the pod's 256 MiB, where requests in any number would take
+// it all. The API server sends one per KubeVirt create, update or delete, so
+// a fifth waits only while others call the port too; it waits unread, until a
+// review is done or its request ends (then 503).
+const maxReviews = 4
+
 // review decodes an AdmissionReview, decides and answers with the same UID. A
-// request it cannot read is a 400; a decision that fails (the API is down) is a
-// refusal saying so, as failurePolicy Fail would make it anyway.
+// request it cannot read is a 400, one over maxReviewBytes a 413; a decision
+// that fails (the API is down) is a refusal saying so, as failurePolicy Fail
+// would make it anyway.
 func (s *Server) review(decide decideFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+		s.reviewsOnce.Do(func() { s.reviews = make(chan struct{}, maxReviews) })
+		select {
+		case s.reviews <- struct{}{}:
+			defer func() { <-s.reviews }()
+		case <-r.Context().Done():
+			http.Error(w, fmt.Sprintf("virt-operator is busy with %d other admission reviews", maxReviews), http.StatusServiceUnavailable)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if len(body) > maxReviewBytes {
+			http.Error(w, fmt.Sprintf("the AdmissionReview is over %d MiB, more than the API server sends", maxReviewBytes>>20), http.StatusRequestEntityTooLarge)
 			return
 		}
 		in := &admissionv1.AdmissionReview{}

@@ -65,11 +65,16 @@ var patchableKinds = map[string]bool{
 //  4. the annotation kubevirt.io/customizer-identifier = CustomizerHash on every
 //     object of a patchable kind.
 //
-// The input is never modified. The first failure is returned as a *PatchError.
+// The input is never modified. The first failure is returned as a *PatchError,
+// as is a patch over one of the limits (customize_limits.go), which bound the
+// memory and time all patches together may take.
 func Customize(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, error) {
 	cc := v1.CustomizeComponents{}
 	if cfg.CustomizeComponents != nil {
 		cc = *cfg.CustomizeComponents
+	}
+	if err := CheckPatchText(cc.Patches); err != nil {
+		return nil, err
 	}
 	for i, p := range cc.Patches {
 		if err := checkPatch(p); err != nil {
@@ -81,6 +86,7 @@ func Customize(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, 
 		return nil, err
 	}
 	out := &strategy.Strategy{}
+	spent := &budget{}
 	for _, orig := range s.Objects() {
 		obj := copyObject(orig) // a CRD is neither placed, flagged nor patched
 		place(obj, cfg.Infra, cfg.Workloads)
@@ -92,7 +98,7 @@ func Customize(s *strategy.Strategy, cfg *deployid.Config) (*strategy.Strategy, 
 			if !patchableKinds[kind] || !matches(p, kind, obj.GetName()) {
 				continue
 			}
-			if obj, err = patchObject(obj, p); err != nil {
+			if obj, err = patchObject(obj, p, spent); err != nil {
 				return nil, &PatchError{Source: fmt.Sprintf("customizeComponents.patches[%d]", i), Patch: p, Object: RefOf(orig), Err: err}
 			}
 		}
@@ -136,7 +142,10 @@ func CustomizerHash(cc *v1.CustomizeComponents) (string, error) {
 func checkPatch(p v1.CustomizeComponentsPatch) error {
 	switch p.Type {
 	case v1.JSONPatchType:
-		_, err := jsonpatch.DecodePatch([]byte(p.Patch))
+		ops, err := jsonpatch.DecodePatch([]byte(p.Patch))
+		if err == nil && len(ops) > MaxJSONPatchOperations {
+			err = fmt.Errorf("the json patch has %d operations, over the limit of %d", len(ops), MaxJSONPatchOperations)
+		}
 		return err
 	case v1.MergePatchType, v1.StrategicMergePatchType:
 		if !json.Valid([]byte(p.Patch)) {
@@ -155,19 +164,32 @@ func matches(p v1.CustomizeComponentsPatch, kind, name string) bool {
 // patchObject applies p to obj and decodes the result strictly into a new object
 // of the same type, so a patch that names an unknown field fails instead of
 // silently doing nothing. A patch may not change the object's kind or identity.
-func patchObject(obj client.Object, p v1.CustomizeComponentsPatch) (client.Object, error) {
+// What it costs is spent from b, and checked against the limits before the
+// patch is applied (its steps) or the result decoded (its size).
+func patchObject(obj client.Object, p v1.CustomizeComponentsPatch, b *budget) (client.Object, error) {
 	doc, err := json.Marshal(obj)
 	if err != nil {
+		return nil, err
+	}
+	var ops jsonpatch.Patch
+	if p.Type == v1.JSONPatchType {
+		if ops, err = jsonpatch.DecodePatch([]byte(p.Patch)); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.spend(patchSteps(p, ops, doc), 0); err != nil {
 		return nil, err
 	}
 	var patched []byte
 	switch p.Type {
 	case v1.JSONPatchType:
-		jp, err := jsonpatch.DecodePatch([]byte(p.Patch))
-		if err != nil {
-			return nil, err
+		opts := jsonpatch.NewApplyOptions()
+		opts.AccumulatedCopySizeLimit = MaxJSONPatchCopyBytes
+		patched, err = ops.ApplyWithOptions(doc, opts)
+		var tooMuch *jsonpatch.AccumulatedCopySizeError
+		if errors.As(err, &tooMuch) {
+			return nil, fmt.Errorf("the json patch's copy operations add more than the limit of %s", mib(MaxJSONPatchCopyBytes))
 		}
-		patched, err = jp.Apply(doc)
 		if err != nil {
 			return nil, err
 		}
@@ -179,6 +201,12 @@ func patchObject(obj client.Object, p v1.CustomizeComponentsPatch) (client.Objec
 		if patched, err = strategicpatch.StrategicMergePatch(doc, []byte(p.Patch), newLike(obj)); err != nil {
 			return nil, err
 		}
+	}
+	if len(patched) > MaxPatchedObjectBytes {
+		return nil, fmt.Errorf("the patched object has %d bytes of JSON, over the limit of %s", len(patched), mib(MaxPatchedObjectBytes))
+	}
+	if err := b.spend(0, len(patched)-len(doc)); err != nil {
+		return nil, err
 	}
 	out := newLike(obj)
 	strict, err := sigsjson.UnmarshalStrict(patched, out)

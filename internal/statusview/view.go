@@ -8,6 +8,7 @@ package statusview
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +36,11 @@ func Bar(done, total int) string {
 		return "[" + strings.Repeat(".", barWidth) + "] 0/0"
 	}
 	done = min(max(done, 0), total)
-	full := done * barWidth / total
+	// done*barWidth in 128 bits: a status count near the int's range (only a
+	// hand-written status has one) would overflow into a negative repeat count.
+	hi, lo := bits.Mul64(uint64(done), barWidth)
+	q, _ := bits.Div64(hi, lo, uint64(total)) // hi < total, as done <= total
+	full := int(q)
 	return fmt.Sprintf("[%s%s] %d/%d", strings.Repeat("#", full), strings.Repeat(".", barWidth-full), done, total)
 }
 

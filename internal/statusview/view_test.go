@@ -1,6 +1,7 @@
 package statusview
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,12 @@ func TestBar(t *testing.T) {
 		{10, 10, "[####################] 10/10"},
 		{12, 10, "[####################] 10/10"},
 		{0, 0, "[....................] 0/0"},
+		{-3, 10, "[....................] 0/10"},
+		// Counts whose product with the bar's width overflows an int.
+		{math.MaxInt / 2, math.MaxInt, "[#########...........] 4611686018427387903/9223372036854775807"},
+		{math.MaxInt, math.MaxInt, "[####################] 9223372036854775807/9223372036854775807"},
+		{math.MaxInt / 10, math.MaxInt, "[#...................] 922337203685477580/9223372036854775807"},
+		{5e17, 5e17, "[####################] 500000000000000000/500000000000000000"},
 	} {
 		if got := Bar(c.done, c.total); got != c.want {
 			t.Errorf("Bar(%d, %d) = %q, want %q", c.done, c.total, got, c.want)

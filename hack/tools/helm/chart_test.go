@@ -1,8 +1,9 @@
 // Package helm's test checks charts/virt-operator with the Helm this module pins
 // (the binary in $HELM, which make chart-check builds; else built here): helm lint,
 // and helm template object by object against kustomize's build of config/default
-// (and config/prometheus with monitoring on), with the default values and with
-// every value changed, and the values schema refusing bad values by name.
+// (and config/prometheus with monitoring on), with the default values, with
+// every value changed and without the NetworkPolicy, and the values schema
+// refusing bad values by name.
 package helm
 
 import (
@@ -257,6 +258,8 @@ func TestLint(t *testing.T) {
 		nil,
 		{"--set", "monitoring.enabled=true"},
 		{"--set", "namespace.name=kv2,namespace.create=false,replicas=1,priorityClassName="},
+		{"--set", "networkPolicy.enabled=false"},
+		{"--set", "networkPolicy.webhooks.from[0].ipBlock.cidr=192.0.2.0/28"},
 	} {
 		out, err := helm(t, append([]string{"lint", "--strict", chartDir}, args...)...)
 		if err != nil {
@@ -309,6 +312,10 @@ nodeSelector: {node-role.kubernetes.io/control-plane: ""}
 tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
 affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {kubevirt.io: virt-operator}}}}]}}
 priorityClassName: ""
+networkPolicy:
+  enabled: true
+  webhooks: {from: [{ipBlock: {cidr: 192.0.2.0/28}}]}
+  metrics: {from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: observability}}, podSelector: {matchLabels: {app: prometheus}}}]}
 `
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
@@ -336,6 +343,12 @@ priorityClassName: ""
 			if s := s.(map[string]any); s["namespace"] == defaultNamespace {
 				s["namespace"] = "kv2"
 			}
+		}
+		if o["kind"] == "NetworkPolicy" {
+			np := v["networkPolicy"].(map[string]any)
+			rules := o["spec"].(map[string]any)["ingress"].([]any)
+			rules[0].(map[string]any)["from"] = np["webhooks"].(map[string]any)["from"]
+			rules[1].(map[string]any)["from"] = np["metrics"].(map[string]any)["from"]
 		}
 		if o["kind"] == "Deployment" {
 			spec := o["spec"].(map[string]any)
@@ -374,6 +387,30 @@ priorityClassName: ""
 	}
 }
 
+// networkPolicy.enabled=false leaves the NetworkPolicy out; an empty list of
+// sources admits the port from every source.
+func TestNetworkPolicyValues(t *testing.T) {
+	got := render(t, "--set", "networkPolicy.enabled=false")
+	helmMarks(t, got)
+	want := kustomize(t, "default")
+	for k, o := range want {
+		if o["kind"] == "NetworkPolicy" {
+			delete(want, k)
+		}
+	}
+	same(t, want, got)
+
+	got = render(t, "--set-json", `networkPolicy.metrics.from=[]`)
+	helmMarks(t, got)
+	want = kustomize(t, "default")
+	for _, o := range want {
+		if o["kind"] == "NetworkPolicy" {
+			delete(o["spec"].(map[string]any)["ingress"].([]any)[1].(map[string]any), "from")
+		}
+	}
+	same(t, want, got)
+}
+
 // The schema refuses bad values before anything is rendered, naming the value.
 func TestSchemaRefusesBadValues(t *testing.T) {
 	for _, c := range []struct {
@@ -388,6 +425,9 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"monitoring.enabled=yes please", "/monitoring/enabled"},
 		{"replica=1", "replica"},
 		{"nodeSelector.zone=1", "/nodeSelector/zone"},
+		{"networkPolicy.enabled=maybe", "/networkPolicy/enabled"},
+		{"networkPolicy.webhooks.from[0].ipBlock.except[0]=10.0.0.0/8", "/networkPolicy/webhooks/from/0/ipBlock"},
+		{"networkPolicy.metrics.from[0].namespace=monitoring", "/networkPolicy/metrics/from/0"},
 	} {
 		_, err := helm(t, "template", "virt-operator", chartDir, "--set", c.set)
 		switch {

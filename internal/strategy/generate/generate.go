@@ -60,6 +60,33 @@ func Generate(in Input) (*strategy.Strategy, error) {
 	return s, nil
 }
 
+// ValidateMonitoring refuses the monitoring names of cfg that no object can
+// carry, naming each: the monitoring namespace (where Prometheus'
+// ServiceAccount was found, among spec.monitorNamespace or the defaults; ""
+// for none), spec.serviceMonitorNamespace and, with a monitoring namespace,
+// spec.monitorAccount. The webhook calls it for every namespace the detection
+// could find, so that a spec the strategy Job would refuse is refused when it
+// is written.
+func ValidateMonitoring(cfg *deployid.Config, monitorNamespace string) error {
+	for _, ns := range []struct{ what, value string }{
+		{"monitor namespace", monitorNamespace},
+		{"spec.serviceMonitorNamespace", cfg.ServiceMonitorNamespace()},
+	} {
+		if ns.value == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns.value); len(errs) > 0 {
+			return fmt.Errorf("%s %q is no namespace name: %s", ns.what, ns.value, strings.Join(errs, "; "))
+		}
+	}
+	if monitorNamespace != "" {
+		if errs := validation.IsDNS1123Subdomain(cfg.MonitorAccount()); len(errs) > 0 {
+			return fmt.Errorf("spec.monitorAccount %q is no ServiceAccount name: %s", cfg.MonitorAccount(), strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
 // validate rejects input that would produce invalid objects.
 func validate(in Input) error {
 	cfg := in.Config
@@ -78,21 +105,8 @@ func validate(in Input) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
-	for _, ns := range []struct{ what, value string }{
-		{"monitor namespace", in.MonitorNamespace},
-		{"serviceMonitorNamespace", cfg.ServiceMonitorNamespace()},
-	} {
-		if ns.value == "" {
-			continue
-		}
-		if errs := validation.IsDNS1123Label(ns.value); len(errs) > 0 {
-			return fmt.Errorf("generate: %s %q: %s", ns.what, ns.value, strings.Join(errs, "; "))
-		}
-	}
-	if in.MonitorNamespace != "" {
-		if errs := validation.IsDNS1123Subdomain(cfg.MonitorAccount()); len(errs) > 0 {
-			return fmt.Errorf("generate: monitorAccount %q: %s", cfg.MonitorAccount(), strings.Join(errs, "; "))
-		}
+	if err := ValidateMonitoring(cfg, in.MonitorNamespace); err != nil {
+		return fmt.Errorf("generate: %w", err)
 	}
 	for _, c := range []deployid.Component{deployid.API, deployid.Controller, deployid.Handler, deployid.Launcher} {
 		if strings.TrimSpace(cfg.Image(c)) == "" {

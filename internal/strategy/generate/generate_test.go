@@ -89,6 +89,8 @@ func TestGenerateErrors(t *testing.T) {
 	noNS.Namespace = ""
 	noID := good.DeepCopy()
 	noID.ID = ""
+	badServiceMonitorNS := config(t, nil, func(s *v1.KubeVirtSpec) { s.ServiceMonitorNamespace = "Monitoring_NS" })
+	badAccount := config(t, nil, func(s *v1.KubeVirtSpec) { s.MonitorAccount = "prometheus/k8s" })
 	for _, tc := range []struct {
 		name string
 		in   Input
@@ -97,7 +99,9 @@ func TestGenerateErrors(t *testing.T) {
 		{"no config", Input{}, "no deployment config"},
 		{"no namespace", Input{Config: noNS}, "no namespace"},
 		{"no id", Input{Config: noID}, "no ID"},
-		{"bad monitor namespace", Input{Config: good, MonitorNamespace: "Not_A_Namespace"}, `monitor namespace "Not_A_Namespace"`},
+		{"bad monitor namespace", Input{Config: good, MonitorNamespace: "Not_A_Namespace"}, `monitor namespace "Not_A_Namespace" is no namespace name`},
+		{"bad serviceMonitorNamespace", Input{Config: badServiceMonitorNS}, `spec.serviceMonitorNamespace "Monitoring_NS" is no namespace name`},
+		{"bad monitorAccount with monitoring", Input{Config: badAccount, MonitorNamespace: "monitoring"}, `spec.monitorAccount "prometheus/k8s" is no ServiceAccount name`},
 		{"unknown release", Input{Config: unknown}, `KubeVirt "v1.7.4": not a KubeVirt release the builtin generator knows (it knows v1.9, v1.8)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
