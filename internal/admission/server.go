@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,8 +45,6 @@ type Server struct {
 	// Workloads counts the user data for a delete (uncached, metadata only):
 	// the objects of every CRD the operator manages (read from Reader).
 	Workloads client.Reader
-	// Mapper maps the managed CRDs to their kinds.
-	Mapper meta.RESTMapper
 	// Env is the operator's environment, from which a spec is read as the
 	// operator reads it (Validator.Env; nil is the process environment).
 	Env deployid.Env

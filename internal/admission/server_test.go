@@ -84,7 +84,7 @@ func newServer(t *testing.T, objs ...client.Object) (*Server, client.Client) {
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}}}}
 	mapper := testrestmapper.TestOnlyStaticRESTMapper(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(append(objs, vmiCRD)...).Build()
-	return &Server{Namespace: "kubevirt", Reader: c, Workloads: c, Mapper: mapper, Log: logr.Discard()}, c
+	return &Server{Namespace: "kubevirt", Reader: c, Workloads: c, Log: logr.Discard()}, c
 }
 
 func post(t *testing.T, url string, httpClient *http.Client, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {

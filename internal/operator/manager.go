@@ -276,7 +276,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if o.WebhookAddr != "" && o.WebhookAddr != "0" {
 		if err := mgr.Add(&admission.Server{
-			Addr: o.WebhookAddr, Namespace: o.Namespace, Reader: mgr.GetClient(), Workloads: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
+			Addr: o.WebhookAddr, Namespace: o.Namespace, Reader: mgr.GetClient(), Workloads: mgr.GetAPIReader(),
 			Env: o.env(), Log: ctrl.Log.WithName("webhooks"),
 		}); err != nil {
 			return err

@@ -150,7 +150,7 @@ func registerWebhook(t *testing.T, ctx context.Context, ns string) {
 	_ = l.Close()
 	srvCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	srv := &admission.Server{Addr: addr, Namespace: ns, Reader: k8s, Workloads: k8s, Mapper: k8s.RESTMapper(), Env: deployid.MapEnv{}, Log: logr.Discard()}
+	srv := &admission.Server{Addr: addr, Namespace: ns, Reader: k8s, Workloads: k8s, Env: deployid.MapEnv{}, Log: logr.Discard()}
 	go func() { done <- srv.Start(srvCtx) }()
 	url := "https://" + addr + admission.PathUpdate
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
