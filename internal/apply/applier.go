@@ -44,7 +44,11 @@ type Applier struct {
 func (ap *Applier) Apply(ctx context.Context, actions []Action) ([]v1.GenerationStatus, error) {
 	var gens []v1.GenerationStatus
 	for _, a := range actions {
-		if a.Op == OpNone {
+		switch a.Op {
+		case OpNone:
+			continue
+		case OpRecord:
+			gens = append(gens, Recorded([]Action{a})...)
 			continue
 		}
 		written, err := ap.do(ctx, a)

@@ -38,6 +38,8 @@ func PlanKeep(target, running []client.Object, live map[ObjectRef]client.Object,
 		inTarget[ref] = true
 		switch a := planOne(want, live[ref], gens); {
 		case a.Op == OpNone:
+		case a.Op == OpRecord:
+			writes = append(writes, a) // nothing written: its generation is recorded
 		case sameVersion(want, a.Live):
 			if !isDaemonSet(want) {
 				writes = append(writes, a)

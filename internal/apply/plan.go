@@ -19,6 +19,11 @@ const (
 	// OpRecreate deletes the live object and creates the desired one: a Service
 	// whose type or clusterIP must change.
 	OpRecreate Op = "Recreate"
+	// OpRecord writes nothing: the live object is this operator's own latest
+	// write, which status.generations does not record yet (the process
+	// stopped, or its status write failed, in between); its generation is to
+	// be recorded (Recorded).
+	OpRecord Op = "Record"
 )
 
 // Action is one decision of Plan (or of Deletions).
@@ -80,6 +85,9 @@ func compare(want client.Object, hash string, live client.Object, gens []v1.Gene
 	}
 	if _, _, tracked := generationResource(want); tracked {
 		if last := lastGeneration(gens, want); last != live.GetGeneration() {
+			if writtenByUs(live) {
+				return OpRecord, fmt.Sprintf("this operator's own write (generation %d, last recorded %d)", live.GetGeneration(), last)
+			}
 			if last < 0 {
 				return OpUpdate, "no generation recorded"
 			}
@@ -105,12 +113,27 @@ func Deletions(objs []client.Object, reason string) []Action {
 	return out
 }
 
-// Writes returns the actions that write (every Op but None).
+// Writes returns the actions that write (every Op but None and Record).
 func Writes(actions []Action) []Action {
 	var out []Action
 	for _, a := range actions {
-		if a.Op != OpNone {
+		if a.Op != OpNone && a.Op != OpRecord {
 			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Recorded are the status.generations entries of the OpRecord actions: the
+// live objects this operator wrote last, at their live generation.
+func Recorded(actions []Action) []v1.GenerationStatus {
+	var out []v1.GenerationStatus
+	for _, a := range actions {
+		if a.Op != OpRecord {
+			continue
+		}
+		if g, ok := generationOf(a.Object, a.Live.GetGeneration(), a.Live.GetAnnotations()[DesiredHashAnnotation]); ok {
+			out = append(out, g)
 		}
 	}
 	return out

@@ -53,7 +53,8 @@ func TestInvalidDurationsNamesEveryDurationField(t *testing.T) {
 	const bad = `"7d"`
 	spec := &v1.KubeVirtSpec{}
 	raw := `{
-	  "handlerRollout": {"bakeTime": ` + bad + `, "progressDeadline": ` + bad + `, "maxMigrationWait": ` + bad + `},
+	  "handlerRollout": {"bakeTime": ` + bad + `, "progressDeadline": ` + bad + `, "maxMigrationWait": ` + bad + `,
+	                     "dataPlaneChecks": {"migrationProbe": {"timeout": ` + bad + `}}},
 	  "workloadUpdateStrategy": {"batchEvictionInterval": ` + bad + `},
 	  "workloadUpdates": {"batchEvictionInterval": ` + bad + `, "retryBackoff": ` + bad + `, "maxRetryBackoff": ` + bad + `,
 	                      "windows": [{"start": "01:00", "duration": "1h"}, {"start": "01:00", "duration": ` + bad + `}]},
@@ -75,6 +76,7 @@ func TestInvalidDurationsNamesEveryDurationField(t *testing.T) {
 		"spec.certificateRotateStrategy.selfSigned.ca.duration", "spec.certificateRotateStrategy.selfSigned.ca.renewBefore",
 		"spec.certificateRotateStrategy.selfSigned.server.duration", "spec.certificateRotateStrategy.selfSigned.server.renewBefore",
 		"spec.handlerRollout.bakeTime", "spec.handlerRollout.progressDeadline", "spec.handlerRollout.maxMigrationWait",
+		"spec.handlerRollout.dataPlaneChecks.migrationProbe.timeout",
 		"spec.rolloutWindows[0].duration",
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -199,6 +199,27 @@ func TestApplyEngineConvergesWithoutWritesAtRest(t *testing.T) {
 		t.Errorf("after the reverts: %d writes, want none at rest", n)
 	}
 
+	// A write of the operator's that its record missed (the process stopped,
+	// or its status write failed, right after it): a fresh pass with the older
+	// record takes the newer generation as its own and writes nothing, where
+	// it used to re-apply it as an edit out of band (which the API server
+	// answers with no event, so nothing woke the rollout).
+	before := h.gens
+	scaled := *desired
+	scaled.Deployments = []*appsv1.Deployment{desired.Deployments[0].DeepCopy()}
+	scaled.Deployments[0].Spec.Replicas = ptr.To(int32(3))
+	scaled.Deployments[0] = apply.Desired(&strategy.Strategy{Deployments: scaled.Deployments}, cfg).Deployments[0]
+	if n := h.reconcile(ctx, &scaled); n != 2 {
+		t.Fatalf("the scale: %d writes, want 2 (virt-api and its PDB)", n)
+	}
+	h.gens = before // the record of that write is lost
+	if n := h.reconcile(ctx, &scaled); n != 0 {
+		t.Errorf("a fresh pass over its own last write: %d writes, want none", n)
+	}
+	if n := h.reconcile(ctx, desired); n != 2 {
+		t.Fatalf("back to 2 replicas: %d writes, want 2", n)
+	}
+
 	// Another manager's additions to maps and keyed lists (a ConfigMap key, a
 	// Service port) stay under server-side apply: they are not drift, or every
 	// reconcile would write again.

@@ -50,6 +50,7 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/activecr"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/certs"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
@@ -59,7 +60,7 @@ import (
 // controller's writes: its own, so the caBundle fields it owns in the webhooks
 // and APIServices are not the KubeVirt controller's, which applies those
 // objects without them.
-const FieldManager = "virt-operator-certificates"
+const FieldManager = apply.CertificatesFieldManager
 
 // Reasons of status.certificates and of the Events.
 const (

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,13 +84,6 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	return r.watchManaged(b).WatchesRawSource(r.migrationEvents(mgr.GetCache())).Complete(r)
 }
 
-// rolloutResync is how soon a pass looks again by itself while a rollout is
-// under way (observed != target), whatever it waits for. The passes are driven
-// by events, and a wait that no event ends (one missed, or a write the API
-// server found already done, which sends none) would otherwise hold the rollout
-// silently until the next unrelated event. At rest nothing is resynced.
-const rolloutResync = 30 * time.Second
-
 // Reconcile brings the KubeVirt CR named by req and the cluster in line. The
 // pass observes into a scope, its phases act on other objects and record what
 // they did there, and the deferred end derives the whole status from the scope
@@ -119,10 +111,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		patchErr := r.patchStatus(ctx, kv, next, readVersion)
 		r.emitEvents(kv, eventsFor(kv.Status, next, s, patchErr == nil))
 		err = errors.Join(err, patchErr)
-		if kv.DeletionTimestamp == nil && s.ignored == "" && next.TargetDeploymentID != "" && next.ObservedDeploymentID != next.TargetDeploymentID {
-			s.requeueAfter(rolloutResync)
+		// An error is retried with backoff; the requeue a phase asked for
+		// comes with a pass that succeeds. No resync otherwise: every wait
+		// ends with an event of what it waits for, or asks for its own look
+		// again, and the operator's own writes that its record missed are
+		// recognised as its own (apply.OpRecord) instead of written again
+		// as no-ops, which the API server announces to no one.
+		if err == nil {
+			result = reconcile.Result{RequeueAfter: s.Requeue}
 		}
-		result = reconcile.Result{RequeueAfter: s.Requeue}
 	}()
 	switch {
 	case s.ignored != "":

@@ -84,7 +84,9 @@ func (r *Reconciler) rollOut(ctx context.Context, s *scope, out *objectsResult) 
 			}
 			maps.Copy(live, others)
 		}
-		writes := withoutCertificates(apply.Writes(apply.Plan(step.Objects, live, s.generations())))
+		actions := withoutCertificates(apply.Plan(step.Objects, live, s.generations()))
+		s.wrote(apply.Recorded(actions))
+		writes := apply.Writes(actions)
 		if err := r.migrateStoredVersions(ctx, s, writes); err != nil {
 			return err
 		}
@@ -186,8 +188,10 @@ func keptObjects(steps []apply.Step) []client.Object {
 	return out
 }
 
-// write carries out a phase's writes, kind by kind, and records their generations.
+// write carries out a phase's writes, kind by kind, and records their
+// generations (and those of the objects found to be its own last writes).
 func (r *Reconciler) write(ctx context.Context, s *scope, actions []apply.Action) error {
+	s.wrote(apply.Recorded(actions))
 	writes := apply.Writes(actions)
 	if len(writes) == 0 {
 		return nil
