@@ -38,11 +38,11 @@ func eventsFor(prev, next v1.KubeVirtStatus, s *scope, patched bool) []kvEvent {
 		keep(kvEvent{Type: eventWarning, Reason: p.Warning, Action: "Reconcile", Message: p.Message, Transition: true})
 	}
 	if d := s.deletion; d != nil {
-		if d.blocked != "" && conditionChanged(prev, next, v1.KubeVirtConditionSynchronized) {
-			keep(kvEvent{Type: eventWarning, Reason: ReasonDeletionBlocked, Action: "Uninstall", Message: d.blocked, Transition: true})
+		if d.Blocked != "" && conditionChanged(prev, next, v1.KubeVirtConditionSynchronized) {
+			keep(kvEvent{Type: eventWarning, Reason: ReasonDeletionBlocked, Action: "Uninstall", Message: d.Blocked, Transition: true})
 		}
-		if d.failed != "" && conditionChanged(prev, next, v1.KubeVirtConditionDegraded) {
-			keep(kvEvent{Type: eventWarning, Reason: ReasonDeletionFailed, Action: "Uninstall", Message: d.failed, Transition: true})
+		if d.Failed != "" && conditionChanged(prev, next, v1.KubeVirtConditionDegraded) {
+			keep(kvEvent{Type: eventWarning, Reason: ReasonDeletionFailed, Action: "Uninstall", Message: d.Failed, Transition: true})
 		}
 	}
 	if next.ObservedDeploymentID != prev.ObservedDeploymentID && next.ObservedDeploymentID != "" {

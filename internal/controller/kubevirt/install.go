@@ -134,7 +134,7 @@ func (r *Reconciler) finishRollover(ctx context.Context, s *scope) error {
 // deleteOrphans removes managed objects the target strategy no longer has.
 func (r *Reconciler) deleteOrphans(ctx context.Context, s *scope) error {
 	desired := s.target.desired
-	live, err := apply.ListManaged(ctx, r.reader(), managedScope(r.Namespace, []*deployid.Config{s.cfg, observedConfig(s.kv)}, desired), apply.KindsOf(desired.Others)...)
+	live, err := apply.ListManaged(ctx, r.reader(), apply.ScopeOf(r.Namespace, []*deployid.Config{s.cfg, observedConfig(s.kv)}, desired), apply.KindsOf(desired.Others)...)
 	if err != nil {
 		return err
 	}

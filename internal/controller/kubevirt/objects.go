@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -240,35 +239,6 @@ func (r *Reconciler) judgeCanaryUnderWay(ctx context.Context, s *scope, later []
 		return err
 	}
 	return nil
-}
-
-// managedScope is where a managed object may be: the operator's namespace,
-// and besides it every namespace the accepted strategies write to and every
-// namespace monitoring may be in for the configs (monitoring that went away
-// leaves its ServiceMonitor there). Only accepted strategies and the CR's
-// configs steer it: a ConfigMap nobody vouched for never does. Others sorted.
-func managedScope(own string, cfgs []*deployid.Config, strategies ...*strategy.Strategy) apply.Scope {
-	set := map[string]bool{}
-	for _, s := range strategies {
-		for _, o := range s.Objects() {
-			set[o.GetNamespace()] = true
-		}
-	}
-	for _, cfg := range cfgs {
-		if cfg != nil {
-			for _, ns := range cfg.MonitoringNamespaces() {
-				set[ns] = true
-			}
-		}
-	}
-	delete(set, "")
-	delete(set, own)
-	scope := apply.Scope{Namespace: own}
-	for ns := range set {
-		scope.Others = append(scope.Others, ns)
-	}
-	sort.Strings(scope.Others)
-	return scope
 }
 
 // observedConfig is the observed deployment's config as the status records

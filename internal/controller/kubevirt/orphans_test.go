@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
@@ -29,11 +30,11 @@ func TestManagedScope(t *testing.T) {
 		}
 	}
 	cfg := &deployid.Config{Namespace: "kubevirt"}
-	got := managedScope("kubevirt", []*deployid.Config{cfg, nil}, s)
+	got := apply.ScopeOf("kubevirt", []*deployid.Config{cfg, nil}, s)
 	if want := []string{"monitoring", "openshift-monitoring"}; got.Namespace != "kubevirt" || !slices.Equal(got.Others, want) {
 		t.Fatalf("scope %+v, want kubevirt and %v", got, want)
 	}
-	if got := managedScope("kubevirt", nil, s); !slices.Equal(got.Others, []string{"openshift-monitoring"}) {
+	if got := apply.ScopeOf("kubevirt", nil, s); !slices.Equal(got.Others, []string{"openshift-monitoring"}) {
 		t.Fatalf("without a config: scope %+v, want kubevirt and the strategy's namespaces", got)
 	}
 }

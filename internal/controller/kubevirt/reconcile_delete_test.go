@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,9 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
-	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/uninstall"
 	"github.com/virt-operator/virt-operator/internal/metadata"
-	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
 // deletingEnv is a KubeVirt CR being deleted, a managed Deployment, and a
@@ -93,7 +88,7 @@ func TestUninstallRetriesACRDTheAPIServerGaveUpOn(t *testing.T) {
 	kv := e.reconcile(t)
 
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: stuck.Name}}
-	if !e.exists(t, crd) || crd.Annotations[CRDCleanupRetryAnnotation] != e.now.Format(time.RFC3339) {
+	if !e.exists(t, crd) || crd.Annotations[uninstall.CRDCleanupRetryAnnotation] != e.now.Format(time.RFC3339) {
 		t.Errorf("the stuck CRD was not touched: annotations %v", crd.Annotations)
 	}
 	if !e.exists(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-api"}}) {
@@ -233,9 +228,9 @@ func TestUninstallPollBacksOff(t *testing.T) {
 		want   time.Duration
 	}{
 		{0, time.Second}, {500 * time.Millisecond, time.Second}, {4 * time.Second, 4 * time.Second},
-		{25 * time.Second, 25 * time.Second}, {time.Hour, blockedPollMax},
+		{25 * time.Second, 25 * time.Second}, {time.Hour, uninstall.BlockedPollMax},
 	} {
-		if got := heldPoll(start, start.Add(tc.waited)); got != tc.want {
+		if got := uninstall.HeldPoll(start, start.Add(tc.waited)); got != tc.want {
 			t.Errorf("waited %v: poll after %v, want %v", tc.waited, got, tc.want)
 		}
 	}
@@ -269,128 +264,10 @@ func TestHeldUninstallPollsWithBackoffAndLimitedLists(t *testing.T) {
 		}
 		polls = append(polls, res.RequeueAfter)
 	}
-	if polls[0] != time.Second || polls[1] != 3*time.Second || polls[2] != blockedPollMax {
-		t.Errorf("polls %v, want 1s, 3s, then %v", polls, blockedPollMax)
+	if polls[0] != time.Second || polls[1] != 3*time.Second || polls[2] != uninstall.BlockedPollMax {
+		t.Errorf("polls %v, want 1s, 3s, then %v", polls, uninstall.BlockedPollMax)
 	}
 	if len(unlimited) > 0 {
 		t.Errorf("a held uninstall listed without a limit: %v", unlimited)
-	}
-}
-
-// An uninstall lists only the kinds of the strategy accepted in force, and
-// namespaced kinds only in the namespaces it wrote to and monitoring may be in
-// (never cluster-wide). A ConfigMap nobody accepted, claiming the same ID,
-// steers nothing: its namespace is not listed.
-func TestUninstallListsOnlyTheStrategysKindsAndNamespaces(t *testing.T) {
-	s := &strategy.Strategy{}
-	for _, o := range []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt-handler", Namespace: "kubevirt"}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "auth-reader", Namespace: "kube-system"}},
-		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "kubevirts.kubevirt.io"}},
-	} {
-		if err := s.Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := &deployid.Config{Namespace: "kubevirt", KubeVirtVersion: "v1", Registry: "r"}
-	cfg.ID = cfg.ComputeID()
-	cm, err := strategy.Encode(s, cfg, "monitoring")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Namespace, cm.UID = "kubevirt", "genuine"
-	planted := &strategy.Strategy{}
-	if err := planted.Add(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "attacker-ns"}}); err != nil {
-		t.Fatal(err)
-	}
-	plantedCM, err := strategy.Encode(planted, cfg, "attacker-ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plantedCM.Name, plantedCM.Namespace, plantedCM.UID = "planted", "kubevirt", "planted"
-	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "kubevirts.kubevirt.io"}}
-	e := newDeletingEnv(t, crd, cm, plantedCM)
-	kv := &v1.KubeVirt{}
-	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: "kubevirt", Name: "kubevirt"}, kv); err != nil {
-		t.Fatal(err)
-	}
-	kv.Status.ObservedDeploymentID, kv.Status.ObservedDeploymentConfig = cfg.ID, cfg.JSON()
-	kv.Status.InstallStrategies = []v1.InstallStrategyRef{{DeploymentID: cfg.ID, ConfigMap: cm.Name, UID: string(cm.UID), Digest: strategy.Digest(cm)}}
-	var lists []string
-	e.r.APIReader = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			lo := (&client.ListOptions{}).ApplyOptions(opts)
-			lists = append(lists, fmt.Sprintf("%T %s", list, lo.Namespace))
-			return c.List(ctx, list, opts...)
-		},
-	})
-	// While the CRD remains, a pass lists only CRDs; once it is gone, the rest.
-	for pass, want := range [][]string{
-		{"*v1.CustomResourceDefinitionList "},
-		{
-			"*v1.CustomResourceDefinitionList ",
-			"*v1.ServiceAccountList kubevirt",
-			"*v1.RoleBindingList kubevirt", "*v1.RoleBindingList kube-system", "*v1.RoleBindingList monitoring", "*v1.RoleBindingList openshift-monitoring",
-		},
-	} {
-		lists = nil
-		if _, err := e.r.deleteEverything(context.Background(), kv); err != nil {
-			t.Fatal(err)
-		}
-		if strings.Join(lists, "; ") != strings.Join(want, "; ") {
-			t.Errorf("pass %d: lists\n  %s\nwant\n  %s", pass+1, strings.Join(lists, "\n  "), strings.Join(want, "\n  "))
-		}
-	}
-}
-
-// An uninstall group is deleted writeWorkers at a time: more than one delete
-// is in flight, never more than writeWorkers; a refused delete does not stop
-// the others and is named; a terminating object is not deleted again.
-func TestDeleteAllDeletesConcurrently(t *testing.T) {
-	var objs []client.Object
-	for i := range 3 * writeWorkers {
-		objs = append(objs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: fmt.Sprintf("sa-%02d", i)}})
-	}
-	terminating := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	goingAlready := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "going", DeletionTimestamp: &terminating}}
-	var (
-		mu              sync.Mutex
-		inFlight, most  int
-		deleted         []string
-		secondArrived   = make(chan struct{})
-		closeSecondOnce sync.Once
-	)
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
-		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			mu.Lock()
-			inFlight++
-			most = max(most, inFlight)
-			if inFlight >= 2 {
-				closeSecondOnce.Do(func() { close(secondArrived) })
-			}
-			deleted = append(deleted, obj.GetName())
-			mu.Unlock()
-			select { // the first delete waits for a second one to be in flight
-			case <-secondArrived:
-			case <-time.After(10 * time.Second):
-			}
-			mu.Lock()
-			inFlight--
-			mu.Unlock()
-			if obj.GetName() == "sa-03" {
-				return fmt.Errorf("refused")
-			}
-			return c.Delete(ctx, obj, opts...)
-		}}).Build()
-	r := &Reconciler{Client: c}
-	err := r.deleteAll(context.Background(), append(objs, goingAlready))
-	if err == nil || !strings.Contains(err.Error(), "sa-03") || !strings.Contains(err.Error(), "refused") {
-		t.Errorf("error %v, want the refused delete named", err)
-	}
-	if len(deleted) != len(objs) || slices.Contains(deleted, "going") {
-		t.Errorf("deleted %d objects (%v), want each of the %d once and not the terminating one", len(deleted), deleted, len(objs))
-	}
-	if most < 2 || most > writeWorkers {
-		t.Errorf("at most %d deletes in flight, want 2 to %d", most, writeWorkers)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/report"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/strategysource"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/uninstall"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
@@ -68,7 +69,7 @@ type scope struct {
 	retained *retainedResult
 
 	// deletion is where an uninstall stands (delete path only).
-	deletion *deletionOutcome
+	deletion *uninstall.Result
 
 	// Report holds the problem that stops the pass (as Degraded will say; the
 	// first one recorded wins, so a later phase never hides an earlier
@@ -108,18 +109,6 @@ type objectsResult struct {
 // them.
 type retainedResult struct {
 	crds []retainedCRD
-}
-
-// deletionOutcome is where an uninstall stands.
-type deletionOutcome struct {
-	// blocked is why the uninstall is held; "" when it is not.
-	blocked string
-	// remaining describes what is still being deleted; "" when it has just started.
-	remaining string
-	// failed is the error of this pass's deletions; "" when none failed.
-	failed string
-	// done: every object is gone and the finalizer can go.
-	done bool
 }
 
 // preflightResult is the preflight of one target.

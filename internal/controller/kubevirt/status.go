@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/uninstall"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/rollout"
 )
@@ -131,19 +132,19 @@ func outcome(next *v1.KubeVirtStatus, s *scope) (state State, concluded bool) {
 }
 
 // setDeletion decides the status of an uninstall.
-func setDeletion(next *v1.KubeVirtStatus, d *deletionOutcome, now metav1.Time) {
+func setDeletion(next *v1.KubeVirtStatus, d *uninstall.Result, now metav1.Time) {
 	switch {
-	case d.blocked != "":
-		next.Conditions = Conditions(next.Conditions, State{Kind: StateBlocked, Reason: ReasonDeletionBlocked, Message: d.blocked}, now)
+	case d.Blocked != "":
+		next.Conditions = Conditions(next.Conditions, State{Kind: StateBlocked, Reason: ReasonDeletionBlocked, Message: d.Blocked}, now)
 		return
-	case d.done:
+	case d.Done:
 		next.Phase = v1.KubeVirtPhaseDeleted
 		return
 	}
 	next.Phase = v1.KubeVirtPhaseDeleting
-	state := State{Kind: StateDeleting, Message: d.remaining}
-	if d.failed != "" {
-		state.Reason, state.Message = ReasonDeletionFailed, "Deletion failed and is retried: "+d.failed
+	state := State{Kind: StateDeleting, Message: d.Remaining}
+	if d.Failed != "" {
+		state.Reason, state.Message = ReasonDeletionFailed, "Deletion failed and is retried: "+d.Failed
 	}
 	next.Conditions = Conditions(next.Conditions, state, now)
 }

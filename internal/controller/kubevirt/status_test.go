@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/uninstall"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 )
 
@@ -184,12 +185,12 @@ func TestNextStatus(t *testing.T) {
 	}, {
 		name:  "deleting",
 		prev:  deployedV1(),
-		scope: func(s *scope) { s.deletion = &deletionOutcome{remaining: "waiting for 3 objects"} },
+		scope: func(s *scope) { s.deletion = &uninstall.Result{Remaining: "waiting for 3 objects"} },
 		phase: v1.KubeVirtPhaseDeleting, available: f, progressing: f, degrade: tr, reason: ReasonDeleting,
 	}, {
 		name:  "an uninstall held by workloads",
 		prev:  deployedV1(),
-		scope: func(s *scope) { s.deletion = &deletionOutcome{blocked: "Uninstall is held: 2 VMs exist"} },
+		scope: func(s *scope) { s.deletion = &uninstall.Result{Blocked: "Uninstall is held: 2 VMs exist"} },
 		phase: v1.KubeVirtPhaseDeployed, available: tr, progressing: f, degrade: tr, reason: ReasonDeletionBlocked,
 	}, {
 		name:  "another CR is the active one",

@@ -233,8 +233,8 @@ func TestHandlerCanary(t *testing.T) {
 		held := e.kubeVirt()
 		time.Sleep(5 * time.Second) // nothing spreads afterwards, and the failure is not rewritten
 		if now := e.kubeVirt(); now.ResourceVersion != held.ResourceVersion {
-			t.Fatalf("the KubeVirt CR keeps being written while the rollout holds at Failed (resourceVersion %s → %s)\nbefore: %s\nafter:  %s",
-				held.ResourceVersion, now.ResourceVersion, statusJSON(held), statusJSON(now))
+			t.Fatalf("the KubeVirt CR keeps being written while the rollout holds at Failed (resourceVersion %s → %s): %s",
+				held.ResourceVersion, now.ResourceVersion, kubeVirtDiff(held, now))
 		}
 		w.mu.Lock()
 		nodes := len(w.nodes)

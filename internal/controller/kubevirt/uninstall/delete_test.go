@@ -1,4 +1,4 @@
-package kubevirt
+package uninstall
 
 import (
 	"strings"
