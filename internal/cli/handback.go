@@ -20,8 +20,10 @@ import (
 
 // The handback command leaves a KubeVirt install to upstream's virt-operator:
 // with this operator stopped, it removes what upstream's does not know and
-// would keep as it is, stale (docs/user/coming-from-upstream.md). KubeVirt's
-// objects and pods are left alone: the install runs on.
+// would keep as it is, stale (docs/user/coming-from-upstream.md), and stamps
+// the certificate objects as upstream's will want them (handback_certs.go).
+// KubeVirt's pods and the rest of its objects are left alone: the install
+// runs on.
 
 // ourConditions are the condition types upstream's operator does not know.
 var ourConditions = map[v1.KubeVirtConditionType]bool{
@@ -29,7 +31,8 @@ var ourConditions = map[v1.KubeVirtConditionType]bool{
 	v1.KubeVirtConditionUpgradeable: true, v1.KubeVirtConditionDataRetained: true,
 }
 
-// ourAnnotationPrefix marks the KubeVirt CR's annotations of this operator.
+// ourAnnotationPrefix marks this operator's annotations (the KubeVirt CR's,
+// the certificate objects').
 const ourAnnotationPrefix = "kubevirt.io/virt-operator-"
 
 // HandbackStatus is st without what only this operator writes: its
@@ -51,33 +54,48 @@ func HandbackStatus(st v1.KubeVirtStatus) v1.KubeVirtStatus {
 	return out
 }
 
-// HandbackAnnotations is the CR's annotations without this operator's.
+// HandbackAnnotations is the CR's annotations without this operator's, and
+// with the API versions observed as upstream's operator records them (so its
+// first pass does not rewrite the CR: see apiVersionObserved).
 func HandbackAnnotations(in map[string]string) map[string]string {
-	var out map[string]string
+	out := map[string]string{}
 	for k, v := range in {
-		if strings.HasPrefix(k, ourAnnotationPrefix) {
-			continue
+		if !strings.HasPrefix(k, ourAnnotationPrefix) {
+			out[k] = v
 		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[k] = v
 	}
+	out[metadata.LatestObservedAPIVersionAnnotation] = apiVersionObserved
+	out[metadata.StorageObservedAPIVersionAnnotation] = apiVersionObserved
 	return out
 }
 
-type handbackOptions struct{ kubeconfig, namespace string }
+type handbackOptions struct {
+	kubeconfig, namespace string
+	// env overrides the environment of upstream's operator (defaultUpstreamEnv).
+	env []string
+	// allowReissue hands back where the certificates cannot be stamped for
+	// upstream's operator, which then reissues them all.
+	allowReissue bool
+}
 
 // NewHandbackCommand returns `handback`.
 func NewHandbackCommand() *cobra.Command {
 	var o handbackOptions
 	cmd := &cobra.Command{
-		Use:   "handback [--kubeconfig F] [--namespace NS]",
+		Use:   "handback [--kubeconfig F] [--namespace NS] [--env NAME=VALUE]... [--allow-reissue]",
 		Short: "Leave the KubeVirt install to upstream's virt-operator: run with this operator stopped, before starting upstream's",
 		Long: `Removes what upstream's virt-operator does not know and would keep, stale: this operator's
 conditions, status fields and annotations on the KubeVirt CR, its install-strategy ConfigMaps
-(upstream generates its own) and its install-strategy writer policy. Nothing of KubeVirt itself changes and no pod restarts. Refused
-while this operator's Deployment has replicas.`,
+(upstream generates its own) and its install-strategy writer policy. Stamps every certificate
+Secret and CA ConfigMap as upstream's operator will (its deployment ID, version, registry, the
+CR's generation), so that it reissues no certificate. Nothing of KubeVirt itself changes and no
+pod restarts. Refused while this operator's Deployment has replicas.
+
+Upstream's deployment ID depends on its operator's environment: by default the one its release
+manifest sets (VIRT_OPERATOR_IMAGE=<registry>/virt-operator:<the release that runs>); --env sets
+each variable its Deployment sets otherwise. Where the certificates cannot be stamped (a release
+whose operator is not known here, a customizeComponents patch of a certificate Secret), it says
+why and changes nothing, unless --allow-reissue.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -89,15 +107,18 @@ while this operator's Deployment has replicas.`,
 			if o.namespace == "" {
 				o.namespace = DefaultNamespace()
 			}
-			return handback(cmd.Context(), c, o.namespace, cmd.OutOrStdout())
+			return handback(cmd.Context(), c, o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then the in-cluster config)")
 	cmd.Flags().StringVar(&o.namespace, "namespace", "", "the operator's namespace (default: $POD_NAMESPACE, else kubevirt)")
+	cmd.Flags().StringArrayVar(&o.env, "env", nil, "NAME=VALUE of upstream's operator's environment, as its Deployment sets it (repeatable; default: VIRT_OPERATOR_IMAGE as its release manifest sets it)")
+	cmd.Flags().BoolVar(&o.allowReissue, "allow-reissue", false, "hand back even where the certificates cannot be stamped for upstream's operator, which then reissues every one")
 	return cmd
 }
 
-func handback(ctx context.Context, c client.Client, namespace string, out io.Writer) error {
+func handback(ctx context.Context, c client.Client, o handbackOptions, out io.Writer) error {
+	namespace := o.namespace
 	op := &appsv1.Deployment{}
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "virt-operator"}, op); {
 	case apierrors.IsNotFound(err):
@@ -108,6 +129,11 @@ func handback(ctx context.Context, c client.Client, namespace string, out io.Wri
 	}
 	list := &v1.KubeVirtList{}
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	// Decided before anything is written: a refusal changes nothing.
+	stamps, err := planCertificateStamps(ctx, c, o, list.Items, out)
+	if err != nil {
 		return err
 	}
 	ours := map[string]bool{}
@@ -128,6 +154,11 @@ func handback(ctx context.Context, c client.Client, namespace string, out io.Wri
 			return fmt.Errorf("KubeVirt %s annotations: %w", kv.Name, err)
 		}
 		_, _ = fmt.Fprintf(out, "KubeVirt %s/%s: this operator's conditions, status fields and annotations removed\n", kv.Namespace, kv.Name)
+	}
+	if stamps != nil {
+		if err := stampCertificates(ctx, c, namespace, *stamps, out); err != nil {
+			return err
+		}
 	}
 	cms := &corev1.ConfigMapList{}
 	if err := c.List(ctx, cms, client.InNamespace(namespace), client.HasLabels{metadata.InstallStrategyLabel}); err != nil {

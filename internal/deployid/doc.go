@@ -57,4 +57,12 @@
 // give the same ID; an empty tlsConfiguration is kept, as it means no TLS flags where
 // none means upstream's default. Slice order is kept: the order of patches,
 // tolerations, pull secrets and ciphers changes the created objects.
+//
+// # Upstream's ID
+//
+// UpstreamTargetOf computes, apart from all of the above, the target KubeVirt's
+// own v1.8 or v1.9 operator computes for a CR: its version, registry and
+// deployment ID, quirks included (every spec field name hashed, structured
+// fields by type only). `virt-operator handback` stamps the certificates with
+// it, so that upstream's operator, taking the install back, rewrites none.
 package deployid
