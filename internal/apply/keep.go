@@ -39,7 +39,9 @@ func PlanKeep(target, running []client.Object, live map[ObjectRef]client.Object,
 		switch a := planOne(want, live[ref], gens); {
 		case a.Op == OpNone:
 		case a.Op == OpRecord:
-			writes = append(writes, a) // nothing written: its generation is recorded
+			if !isDaemonSet(want) { // virt-handler's generation is the canary's to record
+				writes = append(writes, a) // nothing written: its generation is recorded
+			}
 		case sameVersion(want, a.Live):
 			if !isDaemonSet(want) {
 				writes = append(writes, a)

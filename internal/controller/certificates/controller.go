@@ -52,6 +52,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/activecr"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/certs"
+	"github.com/virt-operator/virt-operator/internal/controller/transient"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
@@ -84,6 +85,10 @@ type Reconciler struct {
 	Issuer certs.Issuer
 	// Wants is what the KubeVirt controller needs certificates for.
 	Wants *Wants
+
+	// transient is since when errors have been transient only: such an
+	// error is retried quietly for transient.Grace before status says it.
+	transient transient.Errors
 }
 
 // SetupWithManager registers the controller and its watches.
@@ -130,7 +135,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := r.Clock.Now()
 	wanted, version := r.Wants.snapshot(types.NamespacedName{Namespace: kv.Namespace, Name: kv.Name})
 	out, err := r.keepValid(ctx, kv, wanted, now)
-	if statusErr := r.writeStatus(ctx, kv, out, err, now); statusErr != nil && err == nil {
+	reported := err
+	switch {
+	case err == nil:
+		r.transient.Clear()
+	case !r.transient.Degrade(err, now):
+		log.FromContext(ctx).Info("retrying after a transient error", "error", err.Error())
+		reported = nil
+		out.keepProblem = true // within the grace: what status says stays as it is
+	}
+	if statusErr := r.writeStatus(ctx, kv, out, reported, now); statusErr != nil && err == nil {
 		err = statusErr
 	}
 	if err != nil {
@@ -148,6 +162,9 @@ type outcome struct {
 	filled *certs.Result
 	// policyProblem says why the rotation policy in the spec was not used.
 	policyProblem string
+	// keepProblem: the pass stopped at a transient error within its grace and
+	// concluded nothing about the certificates' problem.
+	keepProblem bool
 }
 
 // keepValid fills the needed certificates from the live ones and writes what
@@ -235,12 +252,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, kv *v1.KubeVirt, out outco
 	if next == nil {
 		next = &v1.CertificatesStatus{}
 	}
-	next.Reason, next.Message = "", ""
 	switch {
+	case out.keepProblem:
 	case failed != nil:
 		next.Reason, next.Message = ReasonFailed, "Keeping the certificates valid failed and is retried: "+failed.Error()
 	case out.policyProblem != "":
 		next.Reason, next.Message = ReasonInvalidPolicy, out.policyProblem
+	default:
+		next.Reason, next.Message = "", ""
 	}
 	if out.filled != nil && !out.filled.NextCheck.IsZero() {
 		next.NextCheck = &metav1.Time{Time: out.filled.NextCheck.UTC().Truncate(time.Second)}

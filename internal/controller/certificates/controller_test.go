@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -24,6 +25,7 @@ import (
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
 	"github.com/virt-operator/virt-operator/internal/certs"
+	"github.com/virt-operator/virt-operator/internal/controller/transient"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
@@ -39,8 +41,10 @@ type env struct {
 	clock  *clocktesting.FakeClock
 	kv     *v1.KubeVirt
 	writes []string
-	// fail refuses the writes of objects whose name it holds.
-	fail string
+	// fail refuses the writes of objects whose name it holds, with failErr
+	// (an internal error, which is transient, when nil).
+	fail    string
+	failErr error
 }
 
 func newEnv(t *testing.T, objs ...client.Object) *env {
@@ -82,6 +86,9 @@ func newEnv(t *testing.T, objs ...client.Object) *env {
 // record notes a write, or refuses one of a name fail holds.
 func (e *env) record(kind, name string) error {
 	if e.fail != "" && strings.Contains(name, e.fail) {
+		if e.failErr != nil {
+			return e.failErr
+		}
 		return apierrors.NewInternalError(errors.New("the API server refuses " + name))
 	}
 	e.writes = append(e.writes, kind+" "+name)
@@ -257,7 +264,8 @@ func TestNothingComesBackDuringAnUninstall(t *testing.T) {
 }
 
 // A failure to write is in status.certificates and a Warning, and goes when
-// a pass succeeds.
+// a pass succeeds: a refusal at once, a transient error (a restarting API
+// server) only once such errors have lasted transient.Grace.
 func TestAFailureIsInStatusUntilItClears(t *testing.T) {
 	e := newEnv(t)
 	e.r.Wants.Set(e.kv, wanted(t, nil))
@@ -265,8 +273,15 @@ func TestAFailureIsInStatusUntilItClears(t *testing.T) {
 	if _, err := e.reconcile(); err == nil {
 		t.Fatal("a refused write was not an error to retry")
 	}
+	if st := e.status(); st != nil && st.Reason != "" {
+		t.Fatalf("status %+v after a transient error within its grace, want nothing said", st)
+	}
+	e.clock.Step(transient.Grace)
+	if _, err := e.reconcile(); err == nil {
+		t.Fatal("a refused write was not an error to retry")
+	}
 	if st := e.status(); st == nil || st.Reason != ReasonFailed || !strings.Contains(st.Message, certs.SecretOperator) {
-		t.Fatalf("status %+v, want %s naming the Secret", st, ReasonFailed)
+		t.Fatalf("status %+v once the errors lasted, want %s naming the Secret", st, ReasonFailed)
 	}
 	e.fail = ""
 	if _, err := e.reconcile(); err != nil {
@@ -274,6 +289,14 @@ func TestAFailureIsInStatusUntilItClears(t *testing.T) {
 	}
 	if st := e.status(); st == nil || st.Reason != "" || st.Message != "" {
 		t.Fatalf("status %+v after a clean pass, want no problem", st)
+	}
+	e.fail, e.failErr = certs.SecretOperator, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, certs.SecretOperator, errors.New("no"))
+	e.clock.Step(25 * time.Hour) // a certificate due again
+	if _, err := e.reconcile(); err == nil {
+		t.Fatal("a refused write was not an error to retry")
+	}
+	if st := e.status(); st == nil || st.Reason != ReasonFailed {
+		t.Fatalf("status %+v after a refusal, want %s at once", st, ReasonFailed)
 	}
 }
 

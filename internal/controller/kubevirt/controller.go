@@ -21,6 +21,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/activecr"
 	"github.com/virt-operator/virt-operator/internal/controller/certificates"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/strategysource"
+	"github.com/virt-operator/virt-operator/internal/controller/transient"
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/storedversions"
@@ -69,7 +70,7 @@ type Reconciler struct {
 	source            *strategysource.Source
 	sourceOnce        sync.Once
 	written           writtenStatus
-	transient         transientErrors
+	transient         transient.Errors
 	monitorAccounts   monitorAccounts
 	orphansCheckedFor string
 }

@@ -60,7 +60,6 @@ func (r *Reconciler) syncHandlerStep(ctx context.Context, s *scope, step apply.S
 func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.DaemonSet, live map[apply.ObjectRef]client.Object) (handlerOutcome, error) {
 	kv := s.kv
 	action := apply.Plan([]client.Object{desired}, live, s.generations())[0]
-	s.wrote(apply.Recorded([]apply.Action{action})) // its own last write, which the record missed
 	liveDS, _ := live[apply.RefOf(desired)].(*appsv1.DaemonSet)
 	if liveDS == nil { // a new DaemonSet needs no canary
 		if s.held() {

@@ -18,7 +18,7 @@ func recordHistory(st *v1.KubeVirtStatus, s *scope, now time.Time) {
 		TargetID: st.TargetDeploymentID, TargetVersion: st.TargetKubeVirtVersion, ObservedVersion: st.ObservedKubeVirtVersion,
 		ChangedKeys: s.changedKeys, WorkloadUpdates: st.WorkloadUpdates, Now: now,
 		Done:  st.Phase == v1.KubeVirtPhaseDeployed && st.ObservedDeploymentID == st.TargetDeploymentID,
-		Stage: stageOf(st, s.target != nil),
+		Stage: stageOf(st, s),
 	}
 	if h := st.HandlerRollout; h != nil && h.TargetID == st.TargetDeploymentID && rollout.Phase(h.Phase) == rollout.PhaseFailed {
 		obs.Failed = true
@@ -43,9 +43,13 @@ func recordHistory(st *v1.KubeVirtStatus, s *scope, now time.Time) {
 var notAProblem = map[string]bool{ReasonUpdating: true, ReasonDeploying: true, ReasonDeleting: true,
 	ReasonRolloutPaused: true, ReasonOutsideRolloutWindows: true, ReasonPreflight: true}
 
-// stageOf names where the rollout towards the target is.
-func stageOf(st *v1.KubeVirtStatus, strategyLoaded bool) string {
-	if !strategyLoaded {
+// stageOf names where the rollout towards the target is; "" when the pass
+// did not learn it (its strategy phase did not conclude).
+func stageOf(st *v1.KubeVirtStatus, s *scope) string {
+	switch {
+	case s.strategies == nil:
+		return ""
+	case s.target == nil:
 		return history.StageInstallStrategy
 	}
 	h := st.HandlerRollout

@@ -58,7 +58,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	if err := r.reconcileObjects(ctx, s); err != nil {
 		return r.retry(ctx, s, ReasonDeploymentFailed, "An error occurred during deployment", err)
 	}
-	r.transient.clear()
+	r.transient.Clear()
 	if !s.rolledOver() {
 		return nil
 	}
@@ -69,7 +69,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 // still within its grace (then only logged), and returns it so the pass is
 // retried with backoff.
 func (r *Reconciler) retry(ctx context.Context, s *scope, reason, what string, err error) error {
-	if r.transient.degrade(err, s.now) {
+	if r.transient.Degrade(err, s.now) {
 		s.fail(problem{Reason: reason, Message: what + ": " + err.Error(), Warning: reason})
 	} else {
 		log.FromContext(ctx).Info("retrying after a transient error", "error", err.Error())

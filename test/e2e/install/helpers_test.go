@@ -222,7 +222,11 @@ func kubeVirtDiff(a, b *v1.KubeVirt) string {
 	var diffs []string
 	for k, va := range fa {
 		if vb := fb[k]; vb != va && k != ".metadata.resourceVersion" {
-			diffs = append(diffs, fmt.Sprintf("%s: %s → %s", k, va, vb))
+			what := ""
+			if i := strings.LastIndex(k, "]."); i > 0 { // name the list entry
+				what = " (" + fa[k[:i+1]+".resource"] + " " + fa[k[:i+1]+".name"] + ")"
+			}
+			diffs = append(diffs, fmt.Sprintf("%s%s: %s → %s", k, what, va, vb))
 		}
 	}
 	for k, vb := range fb {

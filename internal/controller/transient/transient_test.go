@@ -1,4 +1,4 @@
-package kubevirt
+package transient
 
 import (
 	"errors"
@@ -29,18 +29,18 @@ func TestIsTransient(t *testing.T) {
 		{"a webhook's refusal", apierrors.NewBadRequest("admission webhook denied the request"), false},
 		{"anything else", errors.New("boom"), false},
 	} {
-		if got := isTransient(tc.err); got != tc.want {
+		if got := Is(tc.err); got != tc.want {
 			t.Errorf("%s: transient %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
-// Transient errors stay quiet for transientGrace, then degrade; a clean pass
+// Transient errors stay quiet for Grace, then degrade; a clean pass
 // or a real error starts the count again.
 func TestTransientErrorsDegradeOnlyWhenTheyLast(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	blip := apierrors.NewServiceUnavailable("restarting")
-	var tr transientErrors
+	var tr Errors
 	for _, step := range []struct {
 		name string
 		err  error
@@ -48,17 +48,17 @@ func TestTransientErrorsDegradeOnlyWhenTheyLast(t *testing.T) {
 		want bool
 	}{
 		{"first blip", blip, 0, false},
-		{"still within the grace", blip, transientGrace - time.Second, false},
-		{"lasting", blip, transientGrace, true},
-		{"a real error at once", errors.New("boom"), transientGrace + time.Second, true},
-		{"a blip after a real error starts anew", blip, transientGrace + 2*time.Second, false},
+		{"still within the grace", blip, Grace - time.Second, false},
+		{"lasting", blip, Grace, true},
+		{"a real error at once", errors.New("boom"), Grace + time.Second, true},
+		{"a blip after a real error starts anew", blip, Grace + 2*time.Second, false},
 	} {
-		if got := tr.degrade(step.err, t0.Add(step.at)); got != step.want {
+		if got := tr.Degrade(step.err, t0.Add(step.at)); got != step.want {
 			t.Fatalf("%s: degrade %v, want %v", step.name, got, step.want)
 		}
 	}
-	tr.clear()
-	if tr.degrade(blip, t0.Add(10*transientGrace)) {
+	tr.Clear()
+	if tr.Degrade(blip, t0.Add(10*Grace)) {
 		t.Fatal("after a clean pass a blip degrades at once")
 	}
 }
