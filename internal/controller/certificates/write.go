@@ -80,24 +80,28 @@ func injectCABundle(ctx context.Context, c client.Client, bundle []byte) ([]stri
 	for i := range validating.Items {
 		o := &validating.Items[i]
 		var names []string
+		stale := !ownedByUs(o)
 		for _, wh := range o.Webhooks {
-			if wh.ClientConfig.Service != nil && (!slices.Equal(wh.ClientConfig.CABundle, bundle) || !ownedByUs(o)) {
+			if wh.ClientConfig.Service != nil {
 				names = append(names, wh.Name)
+				stale = stale || !slices.Equal(wh.ClientConfig.CABundle, bundle)
 			}
 		}
-		if err := injectWebhooks(ctx, c, o, "ValidatingWebhookConfiguration", names, bundle, &out); err != nil {
+		if err := injectWebhooks(ctx, c, o, "ValidatingWebhookConfiguration", names, stale, bundle, &out); err != nil {
 			return nil, err
 		}
 	}
 	for i := range mutating.Items {
 		o := &mutating.Items[i]
 		var names []string
+		stale := !ownedByUs(o)
 		for _, wh := range o.Webhooks {
-			if wh.ClientConfig.Service != nil && (!slices.Equal(wh.ClientConfig.CABundle, bundle) || !ownedByUs(o)) {
+			if wh.ClientConfig.Service != nil {
 				names = append(names, wh.Name)
+				stale = stale || !slices.Equal(wh.ClientConfig.CABundle, bundle)
 			}
 		}
-		if err := injectWebhooks(ctx, c, o, "MutatingWebhookConfiguration", names, bundle, &out); err != nil {
+		if err := injectWebhooks(ctx, c, o, "MutatingWebhookConfiguration", names, stale, bundle, &out); err != nil {
 			return nil, err
 		}
 	}
@@ -116,9 +120,13 @@ func injectCABundle(ctx context.Context, c client.Client, bundle []byte) ([]stri
 	return out, nil
 }
 
-// injectWebhooks writes bundle into the named webhooks of a configuration.
-func injectWebhooks(ctx context.Context, c client.Client, o client.Object, kind string, names []string, bundle []byte, out *[]string) error {
-	if len(names) == 0 || o.GetDeletionTimestamp() != nil {
+// injectWebhooks writes bundle into the named webhooks of a configuration,
+// when one of them is stale. Every webhook served by a Service is named in
+// each write: server-side apply removes a field its manager owned and no
+// longer applies, so a write of some would take the bundle out of the others
+// (and the next pass would put it back, and so on).
+func injectWebhooks(ctx context.Context, c client.Client, o client.Object, kind string, names []string, stale bool, bundle []byte, out *[]string) error {
+	if !stale || len(names) == 0 || o.GetDeletionTimestamp() != nil {
 		return nil
 	}
 	u := partial(o, "admissionregistration.k8s.io/v1", kind)

@@ -136,19 +136,3 @@ func replicaFailure(live client.Object) string {
 	}
 	return ""
 }
-
-// handlerRolloutUnderway: a virt-handler rollout to the target has started
-// and is not over. Its canary is then judged on every pass, even while an
-// earlier step waits (on the install order, virt-api can start crashing after
-// the canary began): a crashing canary is still rolled back.
-func handlerRolloutUnderway(s *scope) bool {
-	st := s.kv.Status.HandlerRollout
-	if st == nil || st.TargetID != s.cfg.ID {
-		return false
-	}
-	switch rollout.Phase(st.Phase) {
-	case rollout.PhaseSuccessful, rollout.PhaseFailed:
-		return false
-	}
-	return true
-}

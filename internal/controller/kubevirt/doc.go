@@ -26,11 +26,11 @@
 //	hold          spec.paused, spec.rolloutWindows, preflight   → s.hold, s.preflight (hold.go, preflight.go)
 //	objects       roll the target out step by step, the
 //	              virt-handler canary included, or while held
-//	              keep what runs                                → s.generations, s.handler, s.rolledOver (objects.go, handler.go,
-//	                                                              canary_checks.go: the canary's data-plane checks)
+//	              keep what runs                                → s.objects, s.written, s.handler (objects.go;
+//	                                                              the canary: canary*.go)
 //	finish        orphans and old strategies deleted            (install.go)
 //
-// The delete path (uninstall.go) records s.deletion; a CR that is not the
+// The delete path (uninstall.go, package uninstall) records s.deletion; a CR that is not the
 // active one (package activecr) only gets a condition saying so.
 //
 // What a hold holds: nothing new starts (no object moves to the target, the

@@ -2,16 +2,11 @@ package kubevirt
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/apply"
-	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 )
 
@@ -187,21 +182,6 @@ func keptObjects(steps []apply.Step) []client.Object {
 	return out
 }
 
-// write carries out a phase's writes, kind by kind, and records their
-// generations (and those of the objects found to be its own last writes).
-func (r *Reconciler) write(ctx context.Context, s *scope, actions []apply.Action) error {
-	s.wrote(apply.Recorded(actions))
-	writes := apply.Writes(actions)
-	if len(writes) == 0 {
-		return nil
-	}
-	countDrift(s, writes)
-	log.FromContext(ctx).Info("applying", "writes", len(writes), "first", describe(writes[0]))
-	gens, err := (&apply.Applier{Client: r.Client}).ApplyByKind(ctx, writes, writeWorkers)
-	s.wrote(gens)
-	return err
-}
-
 // explainWait runs when step has not rolled over: it names a Deployment of the
 // step that cannot get its pods on the target running, and still judges a
 // virt-handler canary under way in a later step.
@@ -241,32 +221,7 @@ func (r *Reconciler) judgeCanaryUnderWay(ctx context.Context, s *scope, later []
 	return nil
 }
 
-// observedConfig is the observed deployment's config as the status records
-// it; nil when there is none or it cannot be read.
-func observedConfig(kv *v1.KubeVirt) *deployid.Config {
-	cfg, err := deployid.Parse(kv.Status.ObservedDeploymentConfig)
-	if err != nil || kv.Status.ObservedDeploymentConfig == "" {
-		return nil
-	}
-	return cfg
-}
-
 func hasWorkloads(step apply.Step) bool {
 	d, ds := step.Workloads()
 	return len(d) > 0 || len(ds) > 0
-}
-
-func describe(a apply.Action) string {
-	return fmt.Sprintf("%s %s (%s)", a.Op, apply.RefOf(a.Object), a.Reason)
-}
-
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
-
-func anyRef(objs []client.Object, refs map[apply.ObjectRef]bool) bool {
-	for _, o := range objs {
-		if refs[apply.RefOf(o)] {
-			return true
-		}
-	}
-	return false
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/controller/kubevirt/uninstall"
 )
@@ -43,12 +41,4 @@ func blockedSince(kv *v1.KubeVirt) time.Time {
 // fields.
 func (r *Reconciler) uninstaller() *uninstall.Uninstaller {
 	return &uninstall.Uninstaller{Client: r.Client, Live: r.APIReaderOrClient(), Namespace: r.Namespace, Strategies: r.strategySource(), Clock: r.Clock}
-}
-
-// APIReaderOrClient is the uncached reader when there is one.
-func (r *Reconciler) APIReaderOrClient() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
 }

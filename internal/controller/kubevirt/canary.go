@@ -210,19 +210,6 @@ func (r *Reconciler) daemonSetRefused(ctx context.Context, ds *appsv1.DaemonSet,
 	return diagnose.LastFailedCreate(recent, ds.UID, diagnose.DaemonSetController), nil
 }
 
-// nodeReadiness is every node by name, true when its Ready condition is True.
-func (r *Reconciler) nodeReadiness(ctx context.Context) (map[string]bool, error) {
-	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
-	}
-	out := make(map[string]bool, len(nodes.Items))
-	for i := range nodes.Items {
-		out[nodes.Items[i].Name] = metadata.NodeIsReady(&nodes.Items[i])
-	}
-	return out, nil
-}
-
 // retryRequested: the CR asks to retry a rollout that failed for this target.
 func retryRequested(kv *v1.KubeVirt, state *rollout.State, target metadata.Target) bool {
 	_, asked := kv.Annotations[metadata.RetryHandlerRolloutAnnotation]
@@ -460,4 +447,20 @@ func handlerPolicy(kv *v1.KubeVirt) (rollout.Policy, string) {
 		return p, err.Error()
 	}
 	return p, ""
+}
+
+// handlerRolloutUnderway: a virt-handler rollout to the target has started
+// and is not over. Its canary is then judged on every pass, even while an
+// earlier step waits (on the install order, virt-api can start crashing after
+// the canary began): a crashing canary is still rolled back.
+func handlerRolloutUnderway(s *scope) bool {
+	st := s.kv.Status.HandlerRollout
+	if st == nil || st.TargetID != s.cfg.ID {
+		return false
+	}
+	switch rollout.Phase(st.Phase) {
+	case rollout.PhaseSuccessful, rollout.PhaseFailed:
+		return false
+	}
+	return true
 }
