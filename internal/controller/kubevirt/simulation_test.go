@@ -181,10 +181,10 @@ func simulate(t *testing.T, seed uint64) {
 	for step := 0; now.Before(end); step++ {
 		now = now.Add(time.Duration(20+rng.IntN(220)) * time.Minute)
 		e.clock.SetTime(now)
-		switch a := rng.IntN(10); {
-		case a == 0:
+		switch rng.IntN(10) {
+		case 0:
 			edit(func(kv *v1.KubeVirt) { kv.Spec.Paused = !kv.Spec.Paused })
-		case a == 1:
+		case 1:
 			edit(func(kv *v1.KubeVirt) {
 				if len(kv.Spec.RolloutWindows) > 0 {
 					kv.Spec.RolloutWindows = nil
@@ -192,9 +192,9 @@ func simulate(t *testing.T, seed uint64) {
 					kv.Spec.RolloutWindows = []v1.MaintenanceWindow{{Start: "03:00", Duration: v1.Duration{Duration: time.Hour}}}
 				}
 			})
-		case a == 2:
+		case 2:
 			preflightFails = !preflightFails
-		case a == 3:
+		case 3:
 			edit(func(kv *v1.KubeVirt) {
 				if kv.Spec.Configuration.DeveloperConfiguration == nil {
 					kv.Spec.Configuration.DeveloperConfiguration = &v1.DeveloperConfiguration{DisabledFeatureGates: []string{"Template"}}
@@ -202,7 +202,7 @@ func simulate(t *testing.T, seed uint64) {
 					kv.Spec.Configuration.DeveloperConfiguration = nil
 				}
 			})
-		case a == 4:
+		case 4:
 			edit(func(kv *v1.KubeVirt) {
 				if kv.Spec.ImageTag == "v1.9.0" {
 					kv.Spec.ImageTag = "v1.8.4"
