@@ -13,25 +13,15 @@
 // deployment done, a problem appearing) once, when the status recording it is
 // written; what a phase did (a Job created, certificates issued) as it happened.
 //
-// The normal path's phases (install.go), in order; a phase whose input is
-// missing is skipped, and only what depends on it stops:
-//
-//	finalizer     metadata patch, before anything is created
-//	target        config and ID from the spec and environment   → s.cfg
-//	strategies    the trusted strategies of the target and the
-//	              observed deployment, prepared (package
-//	              strategysource)                               → s.strategies, s.target, s.observed (strategies.go)
-//	certificates  the certificates the deployments need, asked of
-//	              the certificate controller                    → s.certificatesServed (certwants.go)
-//	hold          spec.paused, spec.rolloutWindows, preflight   → s.hold, s.preflight (hold.go, preflight.go)
-//	objects       roll the target out step by step, the
-//	              virt-handler canary included, or while held
-//	              keep what runs                                → s.objects, s.written, s.handler (objects.go;
-//	                                                              the canary: canary*.go)
-//	finish        orphans and old strategies deleted            (install.go)
-//
-// The delete path (uninstall.go, package uninstall) records s.deletion; a CR that is not the
-// active one (package activecr) only gets a condition saying so.
+// The normal path runs the phases list (install.go), in order: finalizer,
+// target, strategies (package strategysource), retained CRDs, certificates
+// (asked of the certificate controller, package controller/certificates),
+// hold, preflight, objects (the virt-handler canary's files are canary*.go),
+// finish. Each records a result that exists only when it concluded;
+// docs/architecture.md describes each, and a test holds its table to the list.
+// The delete path (uninstall.go, package uninstall) records s.deletion; a CR
+// that is not the active one (package activecr) only gets a condition saying
+// so.
 //
 // What a hold holds: nothing new starts (no object moves to the target, the
 // canary widens no further). What it never holds: certificate renewal, the
@@ -40,10 +30,11 @@
 //
 // # Status ownership
 //
-// nextStatus decides every field but two: status.workloadUpdates belongs to
-// the workload updater (package controller/workloadupdate), and
+// nextStatus decides every field but three: status.workloadUpdates belongs to
+// the workload updater (package controller/workloadupdate),
+// status.certificates to the certificate controller, and
 // status.outdatedVirtualMachineInstanceWorkloads to virt-controller; the
-// patch carries only the fields that changed, so neither is ever written here.
+// patch carries only the fields that changed, so none is ever written here.
 //
 // # Process memory
 //
@@ -55,10 +46,10 @@
 //     cache may deliver an event before that write; a pass acting on the older
 //     status would announce its transitions twice (a read-your-own-writes
 //     shim, until controller-runtime has one).
-//   - transient: since when errors have been transient only, so an API server
-//     restart shows as Degraded only after a minute. In status it would cost a
-//     write per transient error, the churn the grace avoids; a restart restarts
-//     the grace.
+//   - transient: since when errors have been transient only (package
+//     transient), so an API server restart shows as Degraded only after a
+//     minute. In status it would cost a write per transient error, the churn
+//     the grace avoids; a restart restarts the grace.
 //   - source: the strategy source, whose decode cache holds the last two
 //     decoded strategies (the target's and the observed one's), keyed by
 //     ConfigMap UID and resourceVersion; a performance cache.

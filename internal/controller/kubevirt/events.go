@@ -35,7 +35,11 @@ func eventsFor(prev, next v1.KubeVirtStatus, s *scope, patched bool) []kvEvent {
 		keep(e)
 	}
 	if p := s.Problem; p != nil && p.Warning != "" && conditionChanged(prev, next, v1.KubeVirtConditionDegraded) {
-		keep(kvEvent{Type: eventWarning, Reason: p.Warning, Action: "Reconcile", Message: p.Message, Transition: true})
+		msg := p.Message
+		if p.Detail != "" {
+			msg += " (" + p.Detail + ")"
+		}
+		keep(kvEvent{Type: eventWarning, Reason: p.Warning, Action: "Reconcile", Message: msg, Transition: true})
 	}
 	if d := s.deletion; d != nil {
 		if d.Blocked != "" && conditionChanged(prev, next, v1.KubeVirtConditionSynchronized) {

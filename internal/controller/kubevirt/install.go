@@ -13,34 +13,62 @@ import (
 	"github.com/virt-operator/virt-operator/internal/workloads"
 )
 
-// reconcileNormal installs, upgrades, or keeps the cluster on the CR's target.
-// Its phases run in this order; a phase whose input is missing is skipped and
-// the others go on, so a failure stops only what depends on it:
-//
-//  1. finalizer: added before anything is created, so an uninstall finds it all;
-//  2. target: the deployment config and ID (needs a valid spec and environment);
-//  3. strategies: the target's (the strategy Job's lifecycle) and the observed
-//     deployment's, each prepared (customized) for its config;
-//  4. certificates: the certificates the deployments need, asked of the
-//     certificate controller, which keeps them valid in a loop of its own
-//     (certwants.go);
-//  5. hold: spec.paused, spec.rolloutWindows, then an upgrade's preflight;
-//  6. objects: the target's, step by step; while held, or with no target
-//     strategy to go to, what runs is repaired and nothing new starts;
-//  7. finish: once every step is ready on the target, the objects and
-//     strategies it no longer has are deleted.
+// phase is one step of the normal path.
+type phase struct {
+	// name is the phase's name, as docs/architecture.md lists it.
+	name string
+	run  func(r *Reconciler, ctx context.Context, s *scope) error
+	// reason and what name a failure of the phase in Degraded.
+	reason, what string
+}
+
+// phases are the normal path's phases, in order: the one list of them (the
+// package doc and docs/architecture.md name them; TestPhasesAreDocumented
+// holds the latter to this list). A phase whose input is missing is skipped
+// and the others go on; an error stops the pass there, and whatever no phase
+// concluded keeps its previous value in status (nextStatus).
+var phases = []phase{
+	// The finalizer goes on before anything is created, so an uninstall finds it all.
+	{name: "finalizer", run: func(r *Reconciler, ctx context.Context, s *scope) error { return r.ensureFinalizer(ctx, s.kv) }},
+	// The deployment config and ID (a problem when the spec or environment gives none).
+	{name: "target", run: func(r *Reconciler, ctx context.Context, s *scope) error { r.observeTarget(ctx, s); return nil }},
+	// The target's and the observed deployment's trusted strategies, each prepared.
+	{name: "strategies", run: (*Reconciler).syncStrategies, reason: ReasonDeploymentFailed, what: "Getting the install strategy failed"},
+	// The CRDs kept for their data: released, or deleted as the CR's annotation asks.
+	{name: "retained", run: (*Reconciler).observeRetained, reason: ReasonDeploymentFailed, what: "Reading the retained CRDs failed"},
+	// The certificates the deployments need, asked of the certificate controller.
+	{name: "certificates", run: func(r *Reconciler, _ context.Context, s *scope) error { r.wantCertificates(s); return nil }},
+	// spec.paused and spec.rolloutWindows.
+	{name: "hold", run: func(r *Reconciler, _ context.Context, s *scope) error { r.holdRollout(s); return nil }},
+	// An upgrade's checks before its first step; a preflight that cannot run holds
+	// the rollout like one that fails (runPreflight says so), and the pass goes on.
+	{name: "preflight", run: (*Reconciler).preflightPhase},
+	// The target's objects step by step, or, held or without a target, what runs kept.
+	{name: "objects", run: (*Reconciler).reconcileObjects, reason: ReasonDeploymentFailed, what: "An error occurred during deployment"},
+	// Once every step is ready on the target: what it no longer has goes.
+	{name: "finish", run: (*Reconciler).finishRollover},
+}
+
+// reconcileNormal installs, upgrades, or keeps the cluster on the CR's target:
+// it runs the phases in order, and stops at the first error, which is the
+// pass's problem unless it is transient and within its grace.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
-	if err := r.ensureFinalizer(ctx, s.kv); err != nil {
-		return err
+	for _, p := range phases {
+		if err := p.run(r, ctx, s); err != nil {
+			if p.reason == "" {
+				return err
+			}
+			return r.retry(ctx, s, p.reason, p.what, err)
+		}
+		if p.name == "objects" {
+			r.transient.Clear() // every phase with a write concluded
+		}
 	}
-	r.observeTarget(ctx, s)
-	if err := r.syncStrategies(ctx, s); err != nil {
-		return r.retry(ctx, s, ReasonDeploymentFailed, "Getting the install strategy failed", err)
-	}
-	if err := r.observeRetained(ctx, s); err != nil {
-		return r.retry(ctx, s, ReasonDeploymentFailed, "Reading the retained CRDs failed", err)
-	}
-	r.wantCertificates(s)
+	return nil
+}
+
+// holdRollout is the hold phase: spec.paused and spec.rolloutWindows.
+func (r *Reconciler) holdRollout(s *scope) {
 	targetID := ""
 	if s.cfg != nil {
 		targetID = s.cfg.ID
@@ -48,21 +76,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 	hold, requeue := rolloutHold(s.kv, targetID, s.now)
 	s.hold = hold
 	s.requeueAfter(requeue)
+}
+
+// preflightPhase runs the preflight; one that cannot run holds the rollout
+// like one that fails, what runs is still repaired, and it is tried again.
+func (r *Reconciler) preflightPhase(ctx context.Context, s *scope) error {
 	if err := r.runPreflight(ctx, s); err != nil {
-		// A preflight that cannot run holds the rollout like one that fails;
-		// what runs is still repaired.
-		s.hold = preflightHold("the preflight could not run: " + err.Error())
+		s.hold = preflightHold("the preflight could not run: " + errorSummary(err))
 		_ = r.retry(ctx, s, ReasonPreflight, "The upgrade's preflight could not run", err)
 		s.requeueAfter(preflightRecheck)
 	}
-	if err := r.reconcileObjects(ctx, s); err != nil {
-		return r.retry(ctx, s, ReasonDeploymentFailed, "An error occurred during deployment", err)
-	}
-	r.transient.Clear()
-	if !s.rolledOver() {
-		return nil
-	}
-	return r.finishRollover(ctx, s)
+	return nil
 }
 
 // retry records err as the pass's problem, unless it is a transient error
@@ -70,7 +94,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) error {
 // retried with backoff.
 func (r *Reconciler) retry(ctx context.Context, s *scope, reason, what string, err error) error {
 	if r.transient.Degrade(err, s.now) {
-		s.fail(problem{Reason: reason, Message: what + ": " + err.Error(), Warning: reason})
+		log.FromContext(ctx).Info("degraded", "reason", reason, "error", err.Error())
+		s.fail(problem{Reason: reason, Message: what + ": " + errorSummary(err), Detail: errorDetail(err), Warning: reason})
 	} else {
 		log.FromContext(ctx).Info("retrying after a transient error", "error", err.Error())
 	}
@@ -114,6 +139,9 @@ func targetChangeReason(s *scope) string {
 // target no longer has and the old strategies go. The observed state advances
 // in nextStatus, after this, never earlier ("observed == target" means done).
 func (r *Reconciler) finishRollover(ctx context.Context, s *scope) error {
+	if !s.rolledOver() {
+		return nil
+	}
 	// Orphans are looked for when the target is first reached, and again when
 	// the strategy in use changes under the same ID (monitoring came or went).
 	inUse := s.strategies.Target.Key

@@ -2,7 +2,10 @@ package kubevirt
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,4 +110,39 @@ func (r *Reconciler) nodeReadiness(ctx context.Context) (map[string]bool, error)
 		out[nodes.Items[i].Name] = metadata.NodeIsReady(&nodes.Items[i])
 	}
 	return out, nil
+}
+
+// errorSummary is err as Degraded says it: what failed, named by the
+// operator's own words, and the kind of failure the API server gave, without
+// its raw text (generated names, resource versions), which the log and the
+// Warning Event carry (errorDetail).
+func errorSummary(err error) string {
+	full := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		st := status.Status()
+		what := strings.TrimSuffix(strings.TrimSuffix(full, st.Message), ": ")
+		reason := string(st.Reason)
+		if reason == "" {
+			reason = fmt.Sprintf("HTTP %d", st.Code)
+		}
+		if what == "" || what == full {
+			return "the API server refused it (" + reason + ")"
+		}
+		return what + ": the API server refused it (" + reason + ")"
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return "the API server could not be reached"
+	}
+	return full
+}
+
+// errorDetail is err in full, for the Warning Event and the log, when
+// errorSummary left something out; "" otherwise.
+func errorDetail(err error) string {
+	if full := err.Error(); full != errorSummary(err) {
+		return full
+	}
+	return ""
 }

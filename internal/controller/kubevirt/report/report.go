@@ -20,6 +20,10 @@ const (
 // Problem is a Degraded condition's reason and message.
 type Problem struct {
 	Reason, Message string
+	// Detail is what the message leaves out (an API server's raw text), for
+	// the Warning Event and the log only: a condition's message stays
+	// readable and stable.
+	Detail string
 	// Warning is the reason of the Warning Event a new problem sends; "" sends
 	// none (the virt-handler rollout sends its own, naming the crashed pod).
 	Warning string
