@@ -320,7 +320,10 @@ func TestEverythingTheCRDAcceptsDecodes(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 6000 random KubeVirts accepted by the CRD", accepted)
-	if accepted < 200 {
+	// About 230 of 6000 are accepted on average (standard deviation about
+	// 15): the bound catches a generator that stopped producing valid
+	// objects, not an unlucky seed.
+	if accepted < 100 {
 		t.Errorf("only %d accepted: the generator tests little", accepted)
 	}
 	keys := make([]string, 0, len(failures))
