@@ -160,14 +160,14 @@ func checkRBACUsage() (unused []string, exempt map[string][]string, err error) {
 	return unused, exempt, nil
 }
 
-// wholeSuite: every test of the package ran (no -run or -skip filter, not -short).
+// wholeSuite: every test of the package ran (no -run or -skip filter).
 func wholeSuite() bool {
 	for _, name := range []string{"test.run", "test.skip"} {
 		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
 			return false
 		}
 	}
-	return !testing.Short()
+	return true
 }
 
 func TestMain(m *testing.M) {
