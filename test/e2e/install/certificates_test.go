@@ -117,7 +117,7 @@ func TestMissingPriorityClassIsNamed(t *testing.T) {
 		err := e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "virt-api"}, &appsv1.Deployment{})
 		return err == nil, client.IgnoreNotFound(err)
 	})
-	e.eventually("Degraded naming the missing PriorityClass", 30*time.Second, func() (bool, error) {
+	e.eventually("Degraded naming the missing PriorityClass", time.Minute, func() (bool, error) {
 		d := condition(e.kubeVirt(), v1.KubeVirtConditionDegraded)
 		return d != nil && d.Status == corev1.ConditionTrue && d.Reason == "ComponentPodsNotCreated" &&
 			strings.Contains(d.Message, "kubevirt-cluster-critical"), nil

@@ -123,7 +123,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		e.eventually("virt-api's image reverted", 30*time.Second, func() (bool, error) {
+		e.eventually("virt-api's image reverted", time.Minute, func() (bool, error) {
 			return e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image == original, nil
 		})
 		t.Logf("reverted in %v", time.Since(start).Round(10*time.Millisecond))
@@ -133,7 +133,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 		start := time.Now()
 		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 		var newID string
-		e.eventually("the new target", 30*time.Second, func() (bool, error) {
+		e.eventually("the new target", time.Minute, func() (bool, error) {
 			kv := e.kubeVirt()
 			newID = kv.Status.TargetDeploymentID
 			return newID != firstID, nil
@@ -175,7 +175,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 				Patch: `[{"op":"replace","path":"/spec/nonexistent/field","value":1}]`,
 			}}
 		})
-		e.eventually("Degraded naming the patch", 30*time.Second, func() (bool, error) {
+		e.eventually("Degraded naming the patch", time.Minute, func() (bool, error) {
 			c := condition(e.kubeVirt(), v1.KubeVirtConditionDegraded)
 			return c != nil && c.Status == corev1.ConditionTrue && strings.Contains(c.Message, "virt-controller"), nil
 		})
@@ -203,7 +203,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		blockedBy := func(what string) {
-			e.eventually("a condition giving the count: "+what, 30*time.Second, func() (bool, error) {
+			e.eventually("a condition giving the count: "+what, time.Minute, func() (bool, error) {
 				c := condition(e.kubeVirt(), v1.KubeVirtConditionSynchronized)
 				return c != nil && strings.Contains(c.Message, what), nil
 			})
