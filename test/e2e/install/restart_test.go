@@ -24,8 +24,12 @@ type operatorProcess struct {
 
 func (p *operatorProcess) start() {
 	p.t.Helper()
+	// Its webhook server on a port of its own: on the default one, the
+	// operator of a test running beside this one (or of another clone on the
+	// machine) has it, and this one exits.
 	args := append([]string{"run", "--kubeconfig", p.kubeconfig, "--namespace", namespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect"}, p.args...)
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", sandboxtest.FreeAddr(p.t),
+		"--leader-elect"}, p.args...)
 	p.cmd = exec.Command(sandboxtest.OperatorBinary(p.t), args...)
 	p.cmd.Env = append(os.Environ(), "VIRT_OPERATOR_IMAGE="+operatorImage)
 	if path := os.Getenv("E2E_OPERATOR_LOG"); path != "" { // its logs, to read a timing afterwards
