@@ -67,7 +67,9 @@ func TestOperatorKilledMidRolloutConverges(t *testing.T) {
 	p.start()
 	t.Cleanup(p.kill)
 
-	e.createKubeVirt(v1.KubeVirtSpec{})
+	// A short bake: the kills land in the install and the upgrade's first
+	// seconds, whatever the bake.
+	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 2 * time.Second}}})
 	killAfter := time.Duration(rng.IntN(4000)) * time.Millisecond
 	time.Sleep(killAfter)
 	p.kill()
