@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -201,6 +202,73 @@ func (e *env) waitAvailable(timeout time.Duration) *v1.KubeVirt {
 			kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID, nil
 	})
 	return kv
+}
+
+// waitSpecRolledOver is waitAvailable once the operator has rolled out the
+// CR's spec as it is now: status.observedGeneration, written when the
+// deployment for a generation is complete, at the CR's generation. A check
+// after a spec change then sees what the change did, not the state before
+// the operator had seen it, however long that took.
+func (e *env) waitSpecRolledOver(timeout time.Duration) *v1.KubeVirt {
+	e.t.Helper()
+	var kv *v1.KubeVirt
+	e.eventually("KubeVirt Deployed and Available at its current generation", timeout, func() (bool, error) {
+		kv = e.kubeVirt()
+		g := kv.Status.ObservedGeneration
+		return kv.Status.Phase == v1.KubeVirtPhaseDeployed && conditionTrue(kv, v1.KubeVirtConditionAvailable) &&
+			kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID && g != nil && *g == kv.Generation, nil
+	})
+	return kv
+}
+
+// workloadsSettled: every Deployment and DaemonSet of the install namespace
+// has rolled out its current template (its controller has seen its
+// generation, and every replica or scheduled pod is updated and ready), and
+// no pod there is terminating. A template written before this held is in the
+// pods once it does.
+func (e *env) workloadsSettled() bool {
+	e.t.Helper()
+	for _, d := range e.deployments() {
+		st := d.Status
+		if want := *d.Spec.Replicas; st.ObservedGeneration != d.Generation || st.Replicas != want || st.UpdatedReplicas != want || st.ReadyReplicas != want {
+			return false
+		}
+	}
+	dss := &appsv1.DaemonSetList{}
+	if err := e.c.List(context.Background(), dss, client.InNamespace(namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, ds := range dss.Items {
+		st := ds.Status
+		if st.ObservedGeneration != ds.Generation || st.UpdatedNumberScheduled != st.DesiredNumberScheduled || st.NumberReady != st.DesiredNumberScheduled {
+			return false
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := e.c.List(context.Background(), pods, client.InNamespace(namespace)); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// leaseHolder is the identity holding the operator's leader-election Lease
+// (one per process), "" while none does.
+func (e *env) leaseHolder() string {
+	e.t.Helper()
+	lease := &coordinationv1.Lease{}
+	err := e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: operator.DefaultLeaderElectionID}, lease)
+	if client.IgnoreNotFound(err) != nil {
+		e.t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
 }
 
 func conditionTrue(kv *v1.KubeVirt, t v1.KubeVirtConditionType) bool {

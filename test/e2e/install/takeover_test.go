@@ -144,7 +144,10 @@ func TestTakeOverFromUpstreamAndHandBack(t *testing.T) {
 		st := e.kubeVirt().Status
 		return st.ObservedDeploymentID != upstreamID && st.ObservedDeploymentID == st.TargetDeploymentID && st.ObservedKubeVirtVersion == release, nil
 	})
-	time.Sleep(5 * time.Second) // anything the take-over would still replace shows by now
+	// What the take-over would still replace, it writes before it leaves
+	// the components alone, and it is in the pods once they have settled.
+	e.waitOperatorQuiet(5*time.Second, time.Minute, "deployments", "daemonsets", "pods", "secrets")
+	e.eventually("the components settled", 2*time.Minute, func() (bool, error) { return e.workloadsSettled(), nil })
 	problems := watch.end()
 	ourID := e.kubeVirt().Status.ObservedDeploymentID
 	taken := e.snapshot()
@@ -182,7 +185,9 @@ func TestTakeOverFromUpstreamAndHandBack(t *testing.T) {
 		return conditionTrue(kv, v1.KubeVirtConditionAvailable) && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
 			kv.Status.ObservedDeploymentID != ourID, nil
 	})
-	time.Sleep(5 * time.Second)
+	e.waitQuiet("upstream's operator", byUser("system:serviceaccount:"+sandboxtest.UpstreamOperatorNamespace+":"+sandboxtest.UpstreamOperatorAccount),
+		5*time.Second, time.Minute, "deployments", "daemonsets", "pods")
+	e.eventually("the components settled", 2*time.Minute, func() (bool, error) { return e.workloadsSettled(), nil })
 	back := e.snapshot()
 	pods, certificates = back.changedSince(taken)
 	// Upstream's operator reissues every certificate here, though each Secret
