@@ -457,7 +457,7 @@ func (w *cleanupWatch) stop() []string {
 func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
 	t.Parallel()
 	e := startEnvWithoutOperator(t, 8)
-	p := &operatorProcess{t: t, kubeconfig: e.sb.Kubeconfig()}
+	p := &operatorProcess{t: t, kubeconfig: e.operatorKubeconfig()}
 	p.start()
 	t.Cleanup(p.kill)
 	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 25 * time.Second}}})

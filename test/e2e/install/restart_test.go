@@ -63,7 +63,7 @@ func TestOperatorKilledMidRolloutConverges(t *testing.T) {
 	t.Logf("seed %d", seed)
 
 	e := startEnvWithoutOperator(t, 3)
-	p := &operatorProcess{t: t, kubeconfig: e.sb.Kubeconfig()}
+	p := &operatorProcess{t: t, kubeconfig: e.operatorKubeconfig()}
 	p.start()
 	t.Cleanup(p.kill)
 

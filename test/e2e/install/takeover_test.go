@@ -185,8 +185,7 @@ func TestTakeOverFromUpstreamAndHandBack(t *testing.T) {
 		return conditionTrue(kv, v1.KubeVirtConditionAvailable) && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
 			kv.Status.ObservedDeploymentID != ourID, nil
 	})
-	e.waitQuiet("upstream's operator", byUser("system:serviceaccount:"+sandboxtest.UpstreamOperatorNamespace+":"+sandboxtest.UpstreamOperatorAccount),
-		5*time.Second, time.Minute, "deployments", "daemonsets", "pods")
+	e.waitQuiet("upstream's operator", byUser(upstreamOperatorUser), 5*time.Second, time.Minute, "deployments", "daemonsets", "pods")
 	e.eventually("the components settled", 2*time.Minute, func() (bool, error) { return e.workloadsSettled(), nil })
 	back := e.snapshot()
 	pods, certificates = back.changedSince(taken)
