@@ -247,9 +247,6 @@ func TestServerIsHTTP1OnlyWithTimeouts(t *testing.T) {
 
 // A client that never finishes its request headers is cut off.
 func TestServerClosesASlowClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for the read-header timeout")
-	}
 	secret := servingSecret(t, "kubevirt-operator-webhook.kubevirt.svc")
 	s, _ := newServer(t, secret)
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -114,7 +114,8 @@
 //     migration (Succeeded) and deleting the source pod last. The annotation
 //     sandbox.virt-operator.io/fail-migrations="N" on a VMI fails its next N
 //     migrations at their end time (counted down, removed at 0); the VMI stays on its
-//     source. Deleting an unfinished migration aborts it.
+//     source. sandbox.virt-operator.io/hold="true" on a migration keeps it Running
+//     until the annotation goes. Deleting an unfinished migration aborts it.
 //   - Evicting (or deleting) the pod of a Running VMI makes it Succeeded; a VM with
 //     runStrategy Always (or running: true) then gets a new VMI from its template,
 //     hence a launcher pod with the current image. `virt-sandbox vms create` (and

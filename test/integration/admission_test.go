@@ -177,7 +177,7 @@ func registerWebhook(t *testing.T, ctx context.Context, ns string) {
 		}
 	})
 	// The API server picks the configuration up in a moment.
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(v1.GroupVersion.WithKind("KubeVirtList"))
 		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil || len(list.Items) == 0 {
@@ -341,7 +341,7 @@ func dropDurationRules(s *apiextensionsv1.JSONSchemaProps) int {
 // the API server serves them: it then accepts (older) or refuses a bad duration.
 func installCRD(t *testing.T, ctx context.Context, crds client.Client, want *apiextensionsv1.CustomResourceDefinition, accepts bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		live := &apiextensionsv1.CustomResourceDefinition{}
 		if err := crds.Get(ctx, client.ObjectKey{Name: want.Name}, live); err != nil {
 			return false, err
@@ -354,7 +354,7 @@ func installCRD(t *testing.T, ctx context.Context, crds client.Client, want *api
 		t.Fatalf("updating the CRD: %v", err)
 	}
 	ns := createNamespace(t, ctx, "crd-probe")
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		probe := kubeVirtFromYAML(t, ns, `handlerRollout: {bakeTime: 7d}`)
 		err := k8s.Create(ctx, probe, client.DryRunAll)
 		return (err == nil) == accepts, nil
@@ -397,7 +397,7 @@ func runOperator(t *testing.T, ns string) (stop func()) {
 
 func waitFor(t *testing.T, ctx context.Context, kv *v1.KubeVirt, what string, ok func(*v1.KubeVirt) bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(kv), kv); err != nil {
 			return false, err
 		}

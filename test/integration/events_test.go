@@ -34,7 +34,7 @@ func TestEventRecorderWritesWhatTheAPIServerTakes(t *testing.T) {
 	rec.Eventf(regarding, nil, corev1.EventTypeWarning, "FailedEvict", "Evict", "again")
 
 	var got eventsv1.Event
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		list := &eventsv1.EventList{}
 		if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil || len(list.Items) == 0 {
 			return false, err

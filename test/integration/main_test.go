@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,11 @@ import (
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 	"github.com/virt-operator/virt-operator/internal/strategy/generate"
 )
+
+// waitTimeout is every wait's deadline: a minute, which only catches what
+// never happens; the machine's speed decides how soon a wait ends, never
+// whether it passes.
+const waitTimeout = time.Minute
 
 // env is the API server every test in this package shares.
 var (

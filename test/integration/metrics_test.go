@@ -59,7 +59,7 @@ func checkMetricsAccess(t *testing.T, ctx context.Context, ns, addr string) {
 	// The authorizer caches nothing negative for long, but the binding may take
 	// a moment to reach the API server's RBAC cache.
 	var body string
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
 		var code int
 		code, body = sandboxtest.Scrape(url, scraper)
 		return code == http.StatusOK, nil

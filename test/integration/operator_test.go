@@ -48,7 +48,7 @@ func TestOperatorMarksNewKubeVirtDeploying(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(mine), mine); err != nil {
 			return false, err
 		}
@@ -73,7 +73,7 @@ func TestOperatorMarksNewKubeVirtDeploying(t *testing.T) {
 	if foreign.Status.Phase != "" {
 		t.Fatalf("a KubeVirt outside the operator's namespace was acted on: phase %q", foreign.Status.Phase)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(foreign), foreign); err != nil {
 			return false, err
 		}

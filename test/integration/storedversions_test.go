@@ -53,7 +53,7 @@ func TestStoredVersionsRewrite(t *testing.T) {
 	}
 	names := []string{"a", "bb", "ccc"}
 	for _, name := range names {
-		eventually(t, "created widget "+name, 30*time.Second, func() bool { return k8s.Create(ctx, widget("v1", name)) == nil })
+		eventually(t, "created widget "+name, waitTimeout, func() bool { return k8s.Create(ctx, widget("v1", name)) == nil })
 	}
 
 	desired := crd(version("v1alpha1", false), version("v1beta1", true))
@@ -97,7 +97,7 @@ func TestStoredVersionsRewrite(t *testing.T) {
 	}
 	for _, name := range names {
 		got := widget("v1beta1", name)
-		eventually(t, "widget "+name+" read as v1beta1", 30*time.Second, func() bool {
+		eventually(t, "widget "+name+" read as v1beta1", waitTimeout, func() bool {
 			return k8s.Get(ctx, client.ObjectKeyFromObject(got), got) == nil
 		})
 		if size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size"); size != int64(len(name)) {

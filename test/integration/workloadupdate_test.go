@@ -134,7 +134,7 @@ func (h *updaterHarness) openGate() {
 }
 
 func (h *updaterHarness) updateKubeVirtStatus(change func(*v1.KubeVirtStatus)) {
-	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
 		kv := &v1.KubeVirt{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(h.kv), kv); err != nil {
 			return false, err
@@ -184,7 +184,7 @@ func (h *updaterHarness) kubeVirt() *v1.KubeVirt {
 func (h *updaterHarness) eventually(what string, cond func() bool) {
 	h.t.Helper()
 	// A wait deadline, not a bound: 20 s ran out once beside the package's other tests.
-	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {
@@ -236,15 +236,21 @@ func TestWorkloadUpdaterMigrations(t *testing.T) {
 		kv := h.kubeVirt()
 		return outdatedIs(kv, 12) && kv.Status.WorkloadUpdates != nil && kv.Status.WorkloadUpdates.Blocked != ""
 	})
-	time.Sleep(time.Second) // a closed gate must stay closed, not only be slow
+	// A closed gate must stay closed, not only be slow: no migration comes
+	// without a plan, and the updater has stopped planning.
+	settledPlans(t)
 	if n := len(h.migrations()); n != 0 {
 		t.Fatalf("%d migrations created while observed != target", n)
 	}
 
 	h.openGate()
 	h.eventually("five migrations", func() bool { return len(h.migrations()) == 5 })
+	// A duplicate would come from the restarted updater's plans: once it has
+	// planned and stopped, whatever it created is there.
+	planned := settledPlans(t)
 	h.restart()
-	time.Sleep(time.Second)
+	h.eventually("a plan of the restarted updater", func() bool { return plansMade(t) > planned })
+	settledPlans(t)
 	migs := h.migrations()
 	if len(migs) != 5 {
 		t.Fatalf("%d migrations after a restart, want 5: duplicates or the limit broken", len(migs))
@@ -368,7 +374,7 @@ func TestWorkloadUpdaterEvictsInBatches(t *testing.T) {
 	// first: wait for it rather than read it once (read at once, a loaded
 	// machine saw the first batch's 3).
 	var w *v1.WorkloadUpdatesStatus
-	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(h.ctx, 50*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
 		w = h.kubeVirt().Status.WorkloadUpdates
 		return w != nil && w.Evicted == 6 && w.LastEvictionBatch != nil, nil
 	})
@@ -462,7 +468,9 @@ func TestWorkloadUpdaterOnlyCountsWhenVirtControllerActs(t *testing.T) {
 		return w != nil && w.Actor == v1.ActorVirtController && w.Outdated == 6 &&
 			strings.Contains(w.Blocked, "virt-controller moves the VMs")
 	})
-	time.Sleep(2 * time.Second)
+	// The pass that named virt-controller wrote this after whatever it moved;
+	// the passes after it have had their say once the updater stops planning.
+	settledPlans(t)
 	if n := len(h.migrations()); n != 0 {
 		t.Fatalf("the operator created %d migrations beside virt-controller", n)
 	}
@@ -493,8 +501,10 @@ func TestWorkloadUpdaterIsQuietWhileGated(t *testing.T) {
 			must(t, k8s.Update(h.ctx, vmi))
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
-	if made := plansMade(t) - before; made != 0 {
+	// A closed gate drops the VMI events as they arrive, so no event marks
+	// their end; the window is settledPlans': a plan the churn caused would
+	// show in it, and restart it, however late the events came.
+	if made := settledPlans(t) - before; made != 0 {
 		t.Fatalf("50 VMI updates under a closed gate cost %v plans, want 0", made)
 	}
 	h.openGate()
@@ -509,7 +519,7 @@ func settledPlans(t *testing.T) float64 {
 	t.Helper()
 	const quiet = 2 * time.Second
 	last, since := plansMade(t), time.Now()
-	for deadline := time.Now().Add(time.Minute); time.Since(since) < quiet; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(waitTimeout); time.Since(since) < quiet; time.Sleep(100 * time.Millisecond) {
 		if n := plansMade(t); n != last {
 			last, since = n, time.Now()
 		}

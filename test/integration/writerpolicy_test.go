@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +56,7 @@ func TestWriterPolicyLetsOnlyTheJobOfTheIDWrite(t *testing.T) {
 	}
 	// The API server takes a new policy up within moments: until an admin's
 	// write is refused, it is not in force yet.
-	sandboxtest.Eventually(t, time.Minute, "the writer policy in force", func() (bool, error) {
+	sandboxtest.Eventually(t, waitTimeout, "the writer policy in force", func() (bool, error) {
 		err := k8s.Create(ctx, strategyCM("probe", id))
 		if err == nil {
 			return false, k8s.Delete(ctx, strategyCM("probe", id))

@@ -4,8 +4,10 @@ package sandboxtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +47,7 @@ func Start(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *sandbox.San
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	began := time.Now()
 	s, err := sandbox.Up(ctx, o)
 	if err != nil {
 		t.Fatalf("starting sandbox: %v", err)
@@ -53,6 +56,7 @@ func Start(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *sandbox.San
 		if t.Failed() {
 			logTails(t, s.Dir)
 		}
+		logCPU(t, s.Dir, time.Since(began))
 		if err := s.Stop(); err != nil {
 			t.Errorf("stopping sandbox: %v", err)
 		}
@@ -85,6 +89,32 @@ func logTails(t testing.TB, dir string) {
 		}
 		t.Logf("--- last lines of %s:\n%s", filepath.Base(l), strings.Join(lines, "\n"))
 	}
+}
+
+// logCPU logs the CPU time each component of the sandbox used over its life
+// (wall): what a test costs the machine, which its elapsed time alone hides
+// on a shared one. A sandbox the test stopped itself has nothing to say.
+func logCPU(t testing.TB, dir string, wall time.Duration) {
+	cpu, err := sandbox.CPUSeconds(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return
+	case err != nil:
+		t.Logf("sandbox CPU: %v", err)
+		return
+	}
+	names := make([]string, 0, len(cpu))
+	total := 0.0
+	for name, secs := range cpu {
+		names = append(names, name)
+		total += secs
+	}
+	sort.Slice(names, func(i, j int) bool { return cpu[names[i]] > cpu[names[j]] })
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %.1fs", name, cpu[name])
+	}
+	t.Logf("sandbox CPU over %s: %.1fs (%s)", wall.Round(time.Second), total, strings.Join(parts, ", "))
 }
 
 // Pids is sandbox.Pids, failing the test on error.

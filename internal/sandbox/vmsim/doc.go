@@ -34,7 +34,9 @@
 // annotated FailMigrationsAnnotation="N" fails its next N migrations at their end
 // time: migrationState failed and completed, the migration Failed, the target pod
 // deleted, the VMI still on its source pod and image; the count goes down by one
-// per failure and the annotation is removed at 0. A migration of a missing, not
+// per failure and the annotation is removed at 0. A migration annotated
+// HoldMigrationAnnotation="true" stays Running past its end time until the
+// annotation goes, then ends as it would have. A migration of a missing, not
 // Running or non-migratable VMI fails at once; one of a VMI already migrating waits
 // Pending. A migration deleted before it finished is an abort: its target pod is
 // deleted and the VMI's unfinished migrationState for it cleared. A Succeeded or

@@ -22,6 +22,12 @@ const (
 	// node NAME, when NAME is a sandbox node other than its source: a benchmark's
 	// drain keeps the VMIs' spread with it.
 	TargetNodeAnnotation = "sandbox.virt-operator.io/target-node"
+	// HoldMigrationAnnotation="true" on a migration keeps it Running past its
+	// duration until the annotation is removed; it then ends as it would have
+	// (its duration counted from its start): a test that needs a migration under
+	// way while something else happens holds it for exactly as long as that
+	// takes, instead of guessing a duration that outlasts it on a slow machine.
+	HoldMigrationAnnotation = "sandbox.virt-operator.io/hold"
 	// NoMigrateSuffix ending the image tag of a node's virt-handler pod makes
 	// every migration into that node fail (failureReason says why), while the
 	// pod stays Ready: a data plane broken behind healthy probes, as

@@ -58,8 +58,8 @@ func migrationFinished(p v1.VirtualMachineInstanceMigrationPhase) bool {
 
 // planMigration plays virt-controller and virt-handler for a live migration: a
 // target pod with the current launcher image, the phases up to Running, and at the
-// end time (start + Duration) success, or failure when the VMI asks for it
-// (FailMigrationsAnnotation). Every decision is derived from the objects, so a
+// end time (start + Duration, or once HoldMigrationAnnotation is gone if later)
+// success, or failure when the VMI asks for it (FailMigrationsAnnotation). Every decision is derived from the objects, so a
 // restarted simulator resumes where the previous one stopped.
 func planMigration(in migrationInput) migrationPlan {
 	m, vmi := in.Migration, in.VMI
@@ -128,6 +128,9 @@ func planMigration(in migrationInput) migrationPlan {
 	end := migrationStart(m, target).Add(in.Duration)
 	if wait := end.Sub(in.Now); wait > 0 {
 		return withPhase(migrationPlan{RequeueAfter: wait}, m, v1.MigrationRunning, ms)
+	}
+	if m.Annotations[HoldMigrationAnnotation] == "true" {
+		return withPhase(migrationPlan{}, m, v1.MigrationRunning, ms) // the release is an update: a reconcile
 	}
 	if failing(vmi, m.UID) {
 		return failMigration(in, target, vmi.Annotations[FailedMigrationAnnotation] != string(m.UID))

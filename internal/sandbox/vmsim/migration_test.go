@@ -71,6 +71,26 @@ func TestPlanMigration(t *testing.T) {
 					t.Errorf("plan %+v, want only a requeue after 700ms", p)
 				}
 			}},
+		{name: "held past its end: Running, no requeue (the release is an update)", mig: annotatedMigration(newMigration(v1.MigrationRunning), HoldMigrationAnnotation, "true"),
+			vmi: running(withMigrationState(started)), pods: []corev1.Pod{sourcePod, targetRunning}, now: atEnd.Add(time.Hour),
+			check: func(t *testing.T, p migrationPlan) {
+				nothingToDo(t, p)
+				if p.RequeueAfter != 0 {
+					t.Errorf("requeue after %v: a held migration is looked at again when released, not polled", p.RequeueAfter)
+				}
+			}},
+		{name: "held, not yet at its end: requeue at the end time", mig: annotatedMigration(newMigration(v1.MigrationRunning), HoldMigrationAnnotation, "true"),
+			vmi: running(withMigrationState(started)), pods: []corev1.Pod{sourcePod, targetRunning}, now: t0.Add(300 * time.Millisecond),
+			check: func(t *testing.T, p migrationPlan) {
+				if p.RequeueAfter != 700*time.Millisecond || p.Status != nil || p.VMIStatus != nil {
+					t.Errorf("plan %+v, want only a requeue after 700ms", p)
+				}
+			}},
+		{name: "released after its end: ends at once", mig: annotatedMigration(newMigration(v1.MigrationRunning), HoldMigrationAnnotation, "false"),
+			vmi: running(withMigrationState(started)), pods: []corev1.Pod{sourcePod, targetRunning}, now: atEnd.Add(time.Hour), want: v1.MigrationSucceeded},
+		{name: "held and failing: fails once released, not before", mig: annotatedMigration(newMigration(v1.MigrationRunning), HoldMigrationAnnotation, "true"),
+			vmi:  running(withMigrationState(started), annotated(FailMigrationsAnnotation, "1")),
+			pods: []corev1.Pod{sourcePod, targetRunning}, now: atEnd, check: nothingToDo},
 		{name: "stale pod cache does not step back", mig: newMigration(v1.MigrationRunning), vmi: running(withMigrationState(started)),
 			pods: []corev1.Pod{sourcePod, targetAt("node-b", corev1.PodPending, t0)}, check: nothingToDo},
 		{name: "end: VMI first moves to the target, source pod deleted", mig: newMigration(v1.MigrationRunning), vmi: running(withMigrationState(started)),
@@ -251,4 +271,12 @@ func wantAborted(t *testing.T, p migrationPlan) {
 	if !slices.Equal(p.DeletePods, []string{"target"}) || p.VMIStatus == nil || p.VMIStatus.MigrationState != nil || p.Status != nil {
 		t.Errorf("plan %+v, want the target pod deleted and the migration state cleared", p)
 	}
+}
+
+func annotatedMigration(m *v1.VirtualMachineInstanceMigration, key, value string) *v1.VirtualMachineInstanceMigration {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[key] = value
+	return m
 }

@@ -119,6 +119,9 @@ func planPodlessMigration(in migrationInput, nodes []string) migrationPlan {
 	if wait := ms.StartTimestamp.Add(in.Duration).Sub(in.Now); wait > 0 {
 		return withPhase(migrationPlan{RequeueAfter: wait}, m, v1.MigrationRunning, ms)
 	}
+	if m.Annotations[HoldMigrationAnnotation] == "true" {
+		return migrationPlan{}
+	}
 	if failing(vmi, m.UID) {
 		return failMigration(in, nil, vmi.Annotations[FailedMigrationAnnotation] != string(m.UID))
 	}

@@ -57,6 +57,10 @@ func TestPlanPodlessMigration(t *testing.T) {
 	if p := planPodlessMigration(migrationInput{Migration: m, VMI: migrating, Image: imageV2, Duration: duration, Now: t0.Add(1500 * time.Millisecond)}, sandboxNodes); p.RequeueAfter != 500*time.Millisecond || p.VMIStatus != nil {
 		t.Errorf("before the end: %+v, want a requeue after 500ms", p)
 	}
+	held := annotatedMigration(m.DeepCopy(), HoldMigrationAnnotation, "true")
+	if p := planPodlessMigration(migrationInput{Migration: held, VMI: migrating, Image: imageV2, Duration: duration, Now: t0.Add(time.Hour)}, sandboxNodes); p.VMIStatus != nil || p.Status != nil || p.RequeueAfter != 0 {
+		t.Errorf("held past its end: %+v, want nothing until released", p)
+	}
 	end := planPodlessMigration(migrationInput{Migration: m, VMI: migrating, Image: imageV2, Duration: duration, Now: t0.Add(2 * time.Second)}, sandboxNodes)
 	st := end.VMIStatus
 	if st == nil || st.NodeName != ms.TargetNode || st.LauncherContainerImageVersion != imageV2 || !st.MigrationState.Completed ||

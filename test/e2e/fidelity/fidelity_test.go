@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,12 +120,24 @@ func TestBuiltinMatchesUpstream(t *testing.T) {
 	// ServiceAccount, with exactly its RBAC (the Job runner gives each pod's
 	// processes a token of the pod's account).
 	sandboxtest.InstallOperatorManifests(t, c, namespace)
-	var summary []string
+	var (
+		mu      sync.Mutex
+		summary []string
+	)
+	t.Cleanup(func() { // once the parallel subtests below have run too
+		sort.Strings(summary)
+		t.Logf("summary:\n%s\nallow-list:\n%s", strings.Join(summary, "\n"), allowList())
+	})
 	for _, release := range releases {
 		for _, fc := range configs(release) {
 			t.Run(release+"/"+fc.name, func(t *testing.T) {
+				// A config that changes the cluster (setUp) runs alone, now; the
+				// others only read it and run side by side once these are done,
+				// their Jobs named apart by their deployment IDs.
 				if fc.setUp != nil {
 					defer fc.setUp(t, c)()
+				} else {
+					t.Parallel()
 				}
 				cfg := configFor(t, release, fc)
 				upstream := dump(t, c, cfg, upstreamImage(release, fc))
@@ -135,13 +148,14 @@ func TestBuiltinMatchesUpstream(t *testing.T) {
 				}
 				line := fmt.Sprintf("%-7s %-38s identical %3d, differing %d (all allowed: %v), missing %d, extra %d; RBAC tuples %s",
 					release, fc.name, len(rep.Identical), len(rep.Differing), rep.Clean(), len(rep.Missing), len(rep.Extra), rbacCoverage(upstream, ours))
+				mu.Lock()
 				summary = append(summary, line)
+				mu.Unlock()
 				t.Log(line)
 				report(t, rep)
 			})
 		}
 	}
-	t.Logf("summary:\n%s\nallow-list:\n%s", strings.Join(summary, "\n"), allowList())
 }
 
 func upstreamImage(release string, fc fidelityConfig) string {

@@ -169,7 +169,7 @@ func TestRunnerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sleepPid int
-	poll(t, 30*time.Second, "sleeper Running with its process", func() bool {
+	poll(t, time.Minute, "sleeper Running with its process", func() bool {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, "sleeper", metav1.GetOptions{})
 		data, _ := os.ReadFile(pidFile)
 		sleepPid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
@@ -180,7 +180,7 @@ func TestRunnerRestart(t *testing.T) {
 	if err := syscall.Kill(runner, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 10*time.Second, "the pod's process gone with the runner", func() bool { return !alive(sleepPid) })
+	poll(t, time.Minute, "the pod's process gone with the runner", func() bool { return !alive(sleepPid) })
 
 	// A new runner (as if the sandbox restarted it) fails the orphaned pod.
 	again := exec.Command(sandboxBin, "hostexec", "--kubeconfig="+s.Kubeconfig(), "--binary="+bin,
@@ -199,7 +199,7 @@ func TestRunnerRestart(t *testing.T) {
 		_ = again.Wait()
 	})
 	var term *corev1.ContainerStateTerminated
-	poll(t, 30*time.Second, "sleeper Failed by the new runner", func() bool {
+	poll(t, time.Minute, "sleeper Failed by the new runner", func() bool {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, "sleeper", metav1.GetOptions{})
 		if err != nil || p.Status.Phase != corev1.PodFailed {
 			return false

@@ -162,7 +162,11 @@ func TestHandlerCanary(t *testing.T) {
 		if kv.Status.ObservedKubeVirtVersion != "v1.9.0" {
 			t.Fatalf("observed version moved to %s", kv.Status.ObservedKubeVirtVersion)
 		}
-		time.Sleep(5 * time.Second) // a canary that had started is judged and rolled back meanwhile
+		// virt-handler's pods spread only through the operator's writes (its
+		// DaemonSet widened, or pods deleted): with it leaving both alone, what
+		// ran the bad version is all that ever will. (The CR itself keeps
+		// being written while virt-api crash-loops.)
+		e.waitOperatorQuiet(5*time.Second, time.Minute, "daemonsets", "pods")
 		w.mu.Lock()
 		nodes := len(w.nodes)
 		w.mu.Unlock()
@@ -229,13 +233,10 @@ func TestHandlerCanary(t *testing.T) {
 			})
 		}
 		rolledBack()
-		time.Sleep(2 * time.Second) // the status catches up with the last Ready pod
-		held := e.kubeVirt()
-		time.Sleep(5 * time.Second) // nothing spreads afterwards, and the failure is not rewritten
-		if now := e.kubeVirt(); now.ResourceVersion != held.ResourceVersion {
-			t.Fatalf("the KubeVirt CR keeps being written while the rollout holds at Failed (resourceVersion %s → %s): %s",
-				held.ResourceVersion, now.ResourceVersion, kubeVirtDiff(held, now))
-		}
+		// Held at Failed, the operator comes to rest once its status has caught
+		// up with the last Ready pod: neither the CR (the failure rewritten) nor
+		// virt-handler (the bad version spreading again) keeps being written.
+		e.waitOperatorQuiet(5*time.Second, time.Minute, "daemonsets", "kubevirts")
 		w.mu.Lock()
 		nodes := len(w.nodes)
 		w.mu.Unlock()
@@ -456,7 +457,7 @@ func (w *cleanupWatch) stop() []string {
 func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
 	t.Parallel()
 	e := startEnvWithoutOperator(t, 8)
-	p := &operatorProcess{t: t, kubeconfig: e.sb.Kubeconfig()}
+	p := &operatorProcess{t: t, kubeconfig: e.operatorKubeconfig()}
 	p.start()
 	t.Cleanup(p.kill)
 	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 25 * time.Second}}})
@@ -502,9 +503,17 @@ func TestHandlerCanaryResumesAfterOperatorKill(t *testing.T) {
 		return st != nil && st.Phase == string(rollout.PhaseFailed), nil
 	})
 	failed := e.kubeVirt().Status.HandlerRollout
+	killed := e.leaseHolder()
 	p.kill()
 	p.start()
-	time.Sleep(8 * time.Second) // longer than the bake: a retried canary would have shown
+	// A retry would come from the restarted operator's first passes: once it
+	// leads (the killed one's lease has run out) and has gone quiet, any
+	// retried canary has been written, or shows in the status.
+	e.eventually("the restarted operator leading", 2*time.Minute, func() (bool, error) {
+		h := e.leaseHolder()
+		return h != "" && h != killed, nil
+	})
+	e.waitOperatorQuiet(5*time.Second, time.Minute, "daemonsets", "kubevirts")
 	st := e.kubeVirt().Status.HandlerRollout
 	if st == nil || st.Phase != string(rollout.PhaseFailed) || st.CanaryNode != failed.CanaryNode {
 		t.Fatalf("after a restart at Failed the rollout is %+v, want it held at Failed on %s", st, failed.CanaryNode)

@@ -64,12 +64,15 @@ func TestCertificatesRenewedWhilePaused(t *testing.T) {
 	webhook := sandboxtest.FreeAddr(t)
 	e.startOperator(func(o *operator.Options) { o.WebhookAddr = webhook })
 	t.Cleanup(e.stopOperator)
-	minutes := func(d time.Duration) *v1.Duration { return &v1.Duration{Duration: d * time.Minute} }
-	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4", CertificateRotateStrategy: v1.KubeVirtCertificateRotateStrategy{
-		SelfSigned: &v1.KubeVirtSelfSignConfiguration{
-			CA:     &v1.CertConfig{Duration: minutes(20), RenewBefore: minutes(5)},
-			Server: &v1.CertConfig{Duration: minutes(3), RenewBefore: minutes(2)},
-		}}})
+	duration := func(d time.Duration) *v1.Duration { return &v1.Duration{Duration: d} }
+	// The shortest leaf the policy takes (a minute), renewed 15 s after it is
+	// issued: the renewals under test come in seconds, not minutes.
+	e.createKubeVirt(v1.KubeVirtSpec{ImageTag: "v1.8.4", HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: duration(2 * time.Second)},
+		CertificateRotateStrategy: v1.KubeVirtCertificateRotateStrategy{
+			SelfSigned: &v1.KubeVirtSelfSignConfiguration{
+				CA:     &v1.CertConfig{Duration: duration(20 * time.Minute), RenewBefore: duration(5 * time.Minute)},
+				Server: &v1.CertConfig{Duration: duration(time.Minute), RenewBefore: duration(45 * time.Second)},
+			}}})
 	e.waitAvailable(3 * time.Minute)
 	operatorCert, apiCert := e.serialOf(certs.SecretOperator), e.serialOf("kubevirt-virt-api-certs")
 
@@ -78,8 +81,7 @@ func TestCertificatesRenewedWhilePaused(t *testing.T) {
 		h := e.kubeVirt().Status.RolloutHold
 		return h != nil && h.Reason == "Paused" && h.Step != "", nil
 	})
-	// A leaf is renewed a minute after it was issued (3 minutes, renewed 2 before the end).
-	e.eventually("both certificates reissued while paused", 4*time.Minute, func() (bool, error) {
+	e.eventually("both certificates reissued while paused", 2*time.Minute, func() (bool, error) {
 		return e.serialOf(certs.SecretOperator) != operatorCert && e.serialOf("kubevirt-virt-api-certs") != apiCert, nil
 	})
 	kv := e.kubeVirt()
@@ -117,7 +119,7 @@ func TestMissingPriorityClassIsNamed(t *testing.T) {
 		err := e.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "virt-api"}, &appsv1.Deployment{})
 		return err == nil, client.IgnoreNotFound(err)
 	})
-	e.eventually("Degraded naming the missing PriorityClass", 30*time.Second, func() (bool, error) {
+	e.eventually("Degraded naming the missing PriorityClass", time.Minute, func() (bool, error) {
 		d := condition(e.kubeVirt(), v1.KubeVirtConditionDegraded)
 		return d != nil && d.Status == corev1.ConditionTrue && d.Reason == "ComponentPodsNotCreated" &&
 			strings.Contains(d.Message, "kubevirt-cluster-critical"), nil

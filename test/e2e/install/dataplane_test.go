@@ -123,7 +123,10 @@ func TestHandlerCanaryDataPlaneChecks(t *testing.T) {
 	e := startEnv(t, nodes)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{DataPlaneChecks: dataPlaneChecks()}})
+	// A short bake: what is judged here comes after it (the probe) or ends it
+	// at once (a failed VMI, under a bake of its own below).
+	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{DataPlaneChecks: dataPlaneChecks(),
+		BakeTime: &v1.Duration{Duration: 2 * time.Second}}})
 	kv := e.waitAvailable(3 * time.Minute)
 	var nodeNames []string
 	for i := range nodes {

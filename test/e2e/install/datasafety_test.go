@@ -86,7 +86,7 @@ func TestNothingLost(t *testing.T) {
 	start := func() { e.startOperator(func(o *operator.Options) { o.WebhookAddr = webhook }) }
 	start()
 	t.Cleanup(e.stopOperator)
-	spec := v1.KubeVirtSpec{ImageTag: "v1.9.0"}
+	spec := v1.KubeVirtSpec{ImageTag: "v1.9.0", HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 2 * time.Second}}}
 	e.createKubeVirt(spec)
 	e.waitAvailable(3 * time.Minute)
 	template := e.userObject(templateGVK, "default", "fedora", map[string]any{

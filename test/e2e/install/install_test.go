@@ -64,27 +64,35 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 	})
 
 	t.Run("at rest the operator writes nothing but its lease renewals", func(t *testing.T) {
-		time.Sleep(5 * time.Second) // the last status patch of the rollout lands
-		offset := fileSize(t, audit)
+		// At rest from its last write of the install (Available is written
+		// before the rollout's last status patches), so the window below
+		// holds none of them, however slow the machine.
+		offset := e.waitOperatorQuiet(5*time.Second, time.Minute)
 		if installWrites := operatorWrites(t, audit, 0); len(installWrites) == 0 {
 			t.Fatal("the audit log shows no write by the operator during the install: the filter is wrong")
 		}
-		time.Sleep(60 * time.Second)
+		// A minute: longer than any delay the operator waits before it looks
+		// again during a rollout (rolloutResync, 30 s); at rest it has none.
+		time.Sleep(time.Minute)
 		if writes := operatorWrites(t, audit, offset); len(writes) > 0 {
-			t.Fatalf("%d writes at rest over 60s: %v", len(writes), writes)
+			t.Fatalf("%d writes at rest over a minute: %v", len(writes), writes)
 		}
 	})
 
 	t.Run("a runtime-only change restarts nothing and makes no new strategy", func(t *testing.T) {
 		before := e.podUIDs(map[string]string{metadata.AppLabel: "virt-api"})
+		apiGeneration := e.deployment("virt-api").Generation
 		e.updateSpec(func(s *v1.KubeVirtSpec) {
 			size := 3
 			s.WorkloadUpdateStrategy.BatchEvictionSize = &size
 		})
-		time.Sleep(3 * time.Second)
-		kv := e.waitAvailable(time.Minute)
+		// Rolled out: the pass that would have restarted virt-api has written it.
+		kv := e.waitSpecRolledOver(time.Minute)
 		if kv.Status.TargetDeploymentID != firstID {
 			t.Fatalf("deployment ID changed for a runtime-only field")
+		}
+		if g := e.deployment("virt-api").Generation; g != apiGeneration {
+			t.Fatalf("virt-api's Deployment was written (generation %d → %d)", apiGeneration, g)
 		}
 		if after := e.podUIDs(map[string]string{metadata.AppLabel: "virt-api"}); !sameKeys(before, after) {
 			t.Fatalf("virt-api pods were restarted: %v → %v", before, after)
@@ -123,7 +131,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		e.eventually("virt-api's image reverted", 30*time.Second, func() (bool, error) {
+		e.eventually("virt-api's image reverted", time.Minute, func() (bool, error) {
 			return e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image == original, nil
 		})
 		t.Logf("reverted in %v", time.Since(start).Round(10*time.Millisecond))
@@ -133,7 +141,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 		start := time.Now()
 		e.updateSpec(func(s *v1.KubeVirtSpec) { s.ImageTag = "v1.9.0" })
 		var newID string
-		e.eventually("the new target", 30*time.Second, func() (bool, error) {
+		e.eventually("the new target", time.Minute, func() (bool, error) {
 			kv := e.kubeVirt()
 			newID = kv.Status.TargetDeploymentID
 			return newID != firstID, nil
@@ -175,7 +183,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 				Patch: `[{"op":"replace","path":"/spec/nonexistent/field","value":1}]`,
 			}}
 		})
-		e.eventually("Degraded naming the patch", 30*time.Second, func() (bool, error) {
+		e.eventually("Degraded naming the patch", time.Minute, func() (bool, error) {
 			c := condition(e.kubeVirt(), v1.KubeVirtConditionDegraded)
 			return c != nil && c.Status == corev1.ConditionTrue && strings.Contains(c.Message, "virt-controller"), nil
 		})
@@ -183,7 +191,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 			t.Fatalf("virt-controller was written (generation %d → %d)", before, after)
 		}
 		e.updateSpec(func(s *v1.KubeVirtSpec) { s.CustomizeComponents.Patches = nil })
-		e.waitAvailable(time.Minute)
+		e.waitSpecRolledOver(time.Minute)
 	})
 
 	t.Run("uninstall is blocked by a VMI and by a stopped VM, which survives, then removes everything", func(t *testing.T) {
@@ -203,7 +211,7 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 			t.Fatal(err)
 		}
 		blockedBy := func(what string) {
-			e.eventually("a condition giving the count: "+what, 30*time.Second, func() (bool, error) {
+			e.eventually("a condition giving the count: "+what, time.Minute, func() (bool, error) {
 				c := condition(e.kubeVirt(), v1.KubeVirtConditionSynchronized)
 				return c != nil && strings.Contains(c.Message, what), nil
 			})
@@ -212,8 +220,9 @@ func TestInstallUpgradeAndUninstall(t *testing.T) {
 		if err := e.c.Delete(ctx, vmi); err != nil {
 			t.Fatal(err)
 		}
+		// The pass that counted the VMI gone and still held wrote this after
+		// whatever it deleted: nothing may be gone below.
 		blockedBy(": 1 VirtualMachines")
-		time.Sleep(2 * time.Second) // the operator has seen the VMI go and still holds
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(vm), vm); err != nil {
 			t.Fatalf("the stopped VM did not survive the CR delete: %v", err)
 		}

@@ -13,7 +13,6 @@ import (
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/rollout"
-	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 	"github.com/virt-operator/virt-operator/internal/sandbox/vmsim"
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
@@ -41,13 +40,12 @@ func (e *env) handlerPods() map[string]corev1.Pod {
 // its pod left in place and the status naming node and migration, until the
 // migration has finished; then the canary goes on, on that node, and the
 // upgrade completes. Order and state only: no pod replaced while the
-// migration was unfinished, the wait seen while it was.
+// migration was unfinished, the wait seen while it was. The simulator holds
+// the migration (vmsim.HoldMigrationAnnotation) until the wait has been seen,
+// however long the upgrade takes to reach the canary.
 func TestHandlerCanaryWaitsForMigration(t *testing.T) {
 	t.Parallel()
-	// Long enough to outlast the upgrade's way to the canary (seconds in the
-	// sandbox); the test fails, saying so, if the migration ends first.
-	const migrationDuration = 45 * time.Second
-	e := startEnv(t, 2, sandboxtest.WithMigrationDuration(migrationDuration))
+	e := startEnv(t, 2)
 	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 2 * time.Second}}})
 	kv := e.waitAvailable(3 * time.Minute)
 
@@ -58,7 +56,8 @@ func TestHandlerCanaryWaitsForMigration(t *testing.T) {
 		t.Fatalf("%d virt-handler pods, want one per node", len(before))
 	}
 
-	mig := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: vmNamespace, Name: "busy-migration"},
+	mig := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: vmNamespace, Name: "busy-migration",
+		Annotations: map[string]string{vmsim.HoldMigrationAnnotation: "true"}},
 		Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: names[0]}}
 	if err := e.c.Create(ctx, mig); err != nil {
 		t.Fatal(err)
@@ -116,17 +115,19 @@ func TestHandlerCanaryWaitsForMigration(t *testing.T) {
 				t.Fatalf("the canary waits wrongly: %+v", hr)
 			}
 			t.Logf("while the migration runs: %s", hr.Message)
+			// Seen waiting: the migration may end now.
+			release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+vmsim.HoldMigrationAnnotation+`":null}}}`))
+			if err := e.c.Patch(ctx, mig, release); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the migration did not finish: %+v", mig.Status)
+			t.Fatalf("the migration did not finish (the canary seen waiting for it: %v): %+v", waitedOn != "", mig.Status)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if mig.Status.Phase != v1.MigrationSucceeded {
-		t.Fatalf("the migration ended %s", mig.Status.Phase)
-	}
-	if waitedOn == "" {
-		t.Fatalf("the canary was never seen waiting for the migration: it ended before the upgrade reached the canary (raise migrationDuration from %s)", migrationDuration)
+	if mig.Status.Phase != v1.MigrationSucceeded || waitedOn == "" {
+		t.Fatalf("the migration ended %s before the canary was seen waiting for it", mig.Status.Phase)
 	}
 
 	e.eventually("the upgrade done (observed == target)", 3*time.Minute, func() (bool, error) {

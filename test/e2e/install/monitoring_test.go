@@ -70,7 +70,7 @@ func TestMonitoringArrivingLaterHealsTheStrategy(t *testing.T) {
 	e.waitAvailable(time.Minute)
 
 	cms := e.strategyConfigMaps()
-	e.eventually("the stale strategy ConfigMap collected", 30*time.Second, func() (bool, error) {
+	e.eventually("the stale strategy ConfigMap collected", time.Minute, func() (bool, error) {
 		cms = e.strategyConfigMaps()
 		return len(cms) == 1, nil
 	})
@@ -125,7 +125,7 @@ func (e *env) scrapeAsPrometheus(url string) {
 	}
 	token := sandboxtest.Token(e.t, e.c, "monitoring", "prometheus-k8s")
 	var body string
-	e.eventually("Prometheus' account reads the metrics", 30*time.Second, func() (bool, error) {
+	e.eventually("Prometheus' account reads the metrics", time.Minute, func() (bool, error) {
 		var code int
 		code, body = sandboxtest.Scrape(url, token)
 		return code == http.StatusOK, nil
@@ -157,7 +157,7 @@ func (e *env) installMonitoringCRDs() {
 			e.t.Fatal(err)
 		}
 	}
-	e.eventually("monitoring CRDs established", 30*time.Second, func() (bool, error) {
+	e.eventually("monitoring CRDs established", time.Minute, func() (bool, error) {
 		for _, name := range []string{"servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"} {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := e.c.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {

@@ -57,7 +57,9 @@ func TestNotReadyNodeIsNeitherCanaryNorBlocker(t *testing.T) {
 	t.Parallel()
 	e := startEnv(t, 20)
 	e.addNotReadyNode(t)
-	e.createKubeVirt(v1.KubeVirtSpec{})
+	// A short bake: what is judged here is where the canary goes and what the
+	// widened rollout tolerates, not the bake.
+	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 2 * time.Second}}})
 	e.waitAvailable(3 * time.Minute)
 	pods := &corev1.PodList{}
 	if err := e.c.List(context.Background(), pods, client.InNamespace(namespace), client.MatchingFields{"spec.nodeName": notReadyNode},

@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
+	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 )
 
@@ -34,8 +36,23 @@ func (e *env) handlerPodsOn(tag string) int {
 	return n
 }
 
+// handlerPodsSettled: no virt-handler pod is terminating or not Ready.
+func (e *env) handlerPodsSettled() bool {
+	e.t.Helper()
+	var pods corev1.PodList
+	if err := e.c.List(context.Background(), &pods, client.InNamespace(namespace), client.MatchingLabels{"kubevirt.io": "virt-handler"}); err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp != nil || !metadata.PodIsReady(&pods.Items[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // spec.paused before an upgrade starts nothing; paused in the fast step, no
-// further virt-handler pod is updated for 30 s; resumed, the upgrade completes.
+// further virt-handler pod is updated; resumed, the upgrade completes.
 func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
 	t.Parallel()
 	const nodes = 16
@@ -51,7 +68,10 @@ func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
 		h := e.kubeVirt().Status.RolloutHold
 		return h != nil && h.Reason == "Paused" && h.Step != "", nil
 	})
-	time.Sleep(5 * time.Second)
+	// The pass that held wrote this status after whatever it wrote to the
+	// components; the passes after it (its own status write wakes one) have
+	// had their say once the operator leaves them alone.
+	e.waitOperatorQuiet(3*time.Second, time.Minute, "daemonsets", "deployments")
 	kv := e.kubeVirt()
 	if n := e.handlerPodsOn("v1.9.0"); n != 0 || e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image != apiImage {
 		t.Fatalf("a paused upgrade changed things: %d virt-handler pods on v1.9.0, virt-api %s", n, e.deployment("virt-api").Spec.Template.Spec.Containers[0].Image)
@@ -71,11 +91,22 @@ func TestPausedUpgradeHoldsAndResumes(t *testing.T) {
 		h := e.kubeVirt().Status.HandlerRollout
 		return h != nil && h.Paused, nil
 	})
-	time.Sleep(3 * time.Second) // the pods being replaced finish
+	// Paused in the fast step, virt-handler is OnDelete: the pods being
+	// replaced finish, and no other is replaced unless the operator deletes
+	// one or widens the DaemonSet again. So once it has settled, the operator
+	// leaving both alone is what "held" means: the passes the last pods'
+	// events caused have decided, and a resync pass decides from the same
+	// state (a pause stops every deadline).
+	e.eventually("virt-handler settled on OnDelete", time.Minute, func() (bool, error) {
+		ds := e.daemonSet("virt-handler")
+		st := ds.Status
+		return ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType && st.ObservedGeneration == ds.Generation &&
+			st.CurrentNumberScheduled == st.DesiredNumberScheduled && st.NumberReady == st.DesiredNumberScheduled && e.handlerPodsSettled(), nil
+	})
 	held := e.handlerPodsOn("v1.9.0")
-	time.Sleep(30 * time.Second)
+	e.waitOperatorQuiet(5*time.Second, time.Minute, "daemonsets", "pods")
 	if n := e.handlerPodsOn("v1.9.0"); n != held || n == nodes {
-		t.Fatalf("%d virt-handler pods on v1.9.0 after 30 s paused, %d when paused (of %d)", n, held, nodes)
+		t.Fatalf("%d virt-handler pods on v1.9.0 once paused and quiet, %d when it settled (of %d)", n, held, nodes)
 	}
 	kv = e.kubeVirt()
 	if d := condition(kv, v1.KubeVirtConditionDegraded); d != nil && strings.Contains(d.Message, "stuck") {

@@ -30,7 +30,10 @@ func TestPreflightHoldsAnUnpullableUpgrade(t *testing.T) {
 		c := condition(e.kubeVirt(), v1.KubeVirtConditionUpgradeable)
 		return c != nil && c.Status == "False" && c.Reason == preflight.CheckImages && strings.Contains(c.Message, "-nopull"), nil
 	})
-	time.Sleep(3 * time.Second)
+	// The pass that failed the preflight wrote this after whatever it wrote
+	// to virt-handler; the passes after it have had their say once the
+	// operator leaves virt-handler alone.
+	e.waitOperatorQuiet(3*time.Second, time.Minute, "daemonsets", "pods")
 	kv := e.kubeVirt()
 	if img := e.daemonSet("virt-handler").Spec.Template.Spec.Containers[0].Image; img != template || e.handlerPodsOn("v1.9.0-nopull") != 0 {
 		t.Fatalf("virt-handler changed under a failed preflight: template %s", img)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/virt-operator/virt-operator/config/rbac"
+	"github.com/virt-operator/virt-operator/internal/sandbox/sandboxtest"
 )
 
 // The operator's RBAC grants nothing the suite does not use: every test's API
@@ -23,6 +24,9 @@ import (
 
 // operatorUser is the operator's identity in the suite (its ServiceAccount token).
 const operatorUser = "system:serviceaccount:" + namespace + ":virt-operator"
+
+// upstreamOperatorUser is KubeVirt's own operator's, in the take-over test.
+const upstreamOperatorUser = "system:serviceaccount:" + sandboxtest.UpstreamOperatorNamespace + ":" + sandboxtest.UpstreamOperatorAccount
 
 // request is one API request of the operator, as the audit log records it.
 type request struct {
@@ -160,14 +164,14 @@ func checkRBACUsage() (unused []string, exempt map[string][]string, err error) {
 	return unused, exempt, nil
 }
 
-// wholeSuite: every test of the package ran (no -run or -skip filter, not -short).
+// wholeSuite: every test of the package ran (no -run or -skip filter).
 func wholeSuite() bool {
 	for _, name := range []string{"test.run", "test.skip"} {
 		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
 			return false
 		}
 	}
-	return !testing.Short()
+	return true
 }
 
 func TestMain(m *testing.M) {

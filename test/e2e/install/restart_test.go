@@ -24,8 +24,12 @@ type operatorProcess struct {
 
 func (p *operatorProcess) start() {
 	p.t.Helper()
+	// Its webhook server on a port of its own: on the default one, the
+	// operator of a test running beside this one (or of another clone on the
+	// machine) has it, and this one exits.
 	args := append([]string{"run", "--kubeconfig", p.kubeconfig, "--namespace", namespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect"}, p.args...)
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", sandboxtest.FreeAddr(p.t),
+		"--leader-elect"}, p.args...)
 	p.cmd = exec.Command(sandboxtest.OperatorBinary(p.t), args...)
 	p.cmd.Env = append(os.Environ(), "VIRT_OPERATOR_IMAGE="+operatorImage)
 	if path := os.Getenv("E2E_OPERATOR_LOG"); path != "" { // its logs, to read a timing afterwards
@@ -59,11 +63,13 @@ func TestOperatorKilledMidRolloutConverges(t *testing.T) {
 	t.Logf("seed %d", seed)
 
 	e := startEnvWithoutOperator(t, 3)
-	p := &operatorProcess{t: t, kubeconfig: e.sb.Kubeconfig()}
+	p := &operatorProcess{t: t, kubeconfig: e.operatorKubeconfig()}
 	p.start()
 	t.Cleanup(p.kill)
 
-	e.createKubeVirt(v1.KubeVirtSpec{})
+	// A short bake: the kills land in the install and the upgrade's first
+	// seconds, whatever the bake.
+	e.createKubeVirt(v1.KubeVirtSpec{HandlerRollout: &v1.HandlerRolloutPolicy{BakeTime: &v1.Duration{Duration: 2 * time.Second}}})
 	killAfter := time.Duration(rng.IntN(4000)) * time.Millisecond
 	time.Sleep(killAfter)
 	p.kill()

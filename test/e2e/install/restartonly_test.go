@@ -42,7 +42,11 @@ func TestChangesRestartOnlyWhatTheyChange(t *testing.T) {
 			return kv.Status.TargetDeploymentID != oldID && kv.Status.ObservedDeploymentID == kv.Status.TargetDeploymentID &&
 				conditionTrue(kv, v1.KubeVirtConditionAvailable), nil
 		})
-		time.Sleep(3 * time.Second) // a restart the change would still cause shows by now
+		// A restart the change would still cause is written before the
+		// operator leaves the components alone, and is in the pods once they
+		// have settled.
+		e.waitOperatorQuiet(3*time.Second, time.Minute, "deployments", "daemonsets", "pods", "secrets")
+		e.eventually(what+": the components settled", 2*time.Minute, func() (bool, error) { return e.workloadsSettled(), nil })
 		pods, certificates := e.snapshot().changedSince(before)
 		t.Logf("%s: %d pods replaced %v, %d certificates reissued", what, len(pods), pods, len(certificates))
 		if len(certificates) > 0 {

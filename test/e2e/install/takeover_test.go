@@ -185,7 +185,10 @@ func TestTakeOverFromUpstreamAndHandBack(t *testing.T) {
 		st := e.kubeVirt().Status
 		return st.ObservedDeploymentID != upstreamID && st.ObservedDeploymentID == st.TargetDeploymentID && st.ObservedKubeVirtVersion == release, nil
 	})
-	time.Sleep(5 * time.Second) // anything the take-over would still replace shows by now
+	// What the take-over would still replace, it writes before it leaves
+	// the components alone, and it is in the pods once they have settled.
+	e.waitOperatorQuiet(5*time.Second, time.Minute, "deployments", "daemonsets", "pods", "secrets")
+	e.eventually("the components settled", 2*time.Minute, func() (bool, error) { return e.workloadsSettled(), nil })
 	problems := watch.end()
 	ourID := e.kubeVirt().Status.ObservedDeploymentID
 	taken := e.snapshot()
@@ -237,6 +240,8 @@ func TestTakeOverFromUpstreamAndHandBack(t *testing.T) {
 	if target := e.kubeVirt().Status.TargetDeploymentID; target != string(stamped[1]) {
 		t.Errorf("handback stamped the certificates for deployment %s, upstream's operator targets %s", stamped[1], target)
 	}
+	e.waitQuiet("upstream's operator", byUser(upstreamOperatorUser), 5*time.Second, time.Minute, "deployments", "daemonsets", "pods")
+	e.eventually("the components settled", 2*time.Minute, func() (bool, error) { return e.workloadsSettled(), nil })
 	back := e.snapshot()
 	pods, certificates = back.changedSince(taken)
 	_, reissued := back.changedSince(handedBack)

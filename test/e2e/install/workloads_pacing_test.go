@@ -79,7 +79,9 @@ func TestWorkloadUpdatesPacedByCapacity(t *testing.T) {
 			w != nil && w.Actor == v1.ActorVirtOperator && w.Window != nil && !w.Window.Open && w.Window.NextOpen != nil &&
 			w.Outdated == len(names), nil
 	})
-	time.Sleep(3 * time.Second)
+	// The updater wrote this status after whatever it moved; its passes
+	// after it have had their say once it leaves the VMs alone.
+	e.waitOperatorQuiet(3*time.Second, time.Minute, "virtualmachineinstancemigrations", "pods")
 	if n := migs.total(); n != 0 {
 		t.Fatalf("%d migrations started outside the maintenance window", n)
 	}
@@ -96,7 +98,9 @@ func TestWorkloadUpdatesPacedByCapacity(t *testing.T) {
 		return w != nil && w.Paused && w.MigrationsInFlight == 0, nil
 	})
 	atPause := migs.total()
-	time.Sleep(5 * time.Second)
+	// Every migration ended, so every pass a migration's end wakes has run:
+	// once the updater leaves the VMs alone, paused means held.
+	e.waitOperatorQuiet(3*time.Second, time.Minute, "virtualmachineinstancemigrations", "pods")
 	if n := migs.total(); n != atPause {
 		t.Fatalf("%d migrations created while paused", n-atPause)
 	}

@@ -416,7 +416,6 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 
 	e.eventually("a third of the migrations", 3*time.Minute, func() (bool, error) { return migs.total() >= 50, nil })
 	e.stopOperator() // a restart mid-way must not duplicate anything
-	time.Sleep(time.Second)
 	e.startOperator()
 
 	e.eventually("outdated count 0", 5*time.Minute, func() (bool, error) {

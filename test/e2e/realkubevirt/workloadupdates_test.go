@@ -307,7 +307,7 @@ func (e *env) auditShows(t *testing.T, what string, since time.Time, creator str
 		return n
 	}
 	events := auditRecords(t, e.audit, since)
-	for deadline := time.Now().Add(30 * time.Second); created(events) < want && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); created(events) < want && time.Now().Before(deadline); {
 		time.Sleep(time.Second)
 		events = auditRecords(t, e.audit, since)
 	}

@@ -170,7 +170,7 @@ func testAccepted(t *testing.T, c client.Client, version string) *strategy.Strat
 		}
 		kind := o.GetObjectKind().GroupVersionKind().Kind
 		// The RESTMapper learns the new CRDs lazily; retry "no matches for kind" briefly.
-		sandboxtest.Eventually(t, 30*time.Second, "dry-run create of "+kind+" "+o.GetName(), func() (bool, error) {
+		sandboxtest.Eventually(t, time.Minute, "dry-run create of "+kind+" "+o.GetName(), func() (bool, error) {
 			err := c.Create(ctx, obj, client.DryRunAll)
 			if err != nil && strings.Contains(err.Error(), "no matches for kind") {
 				obj = o.DeepCopyObject().(client.Object)
@@ -221,7 +221,7 @@ func testNodeRestriction(ctx context.Context, t *testing.T, admin client.Client,
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}
 		return handler.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch))
 	}
-	sandboxtest.Eventually(t, 30*time.Second, "the policy denies a foreign label", func() (bool, error) {
+	sandboxtest.Eventually(t, time.Minute, "the policy denies a foreign label", func() (bool, error) {
 		err := label("example.com/foreign")
 		return err != nil && strings.Contains(err.Error(), "kubevirt-node-restriction-policy"), err
 	})

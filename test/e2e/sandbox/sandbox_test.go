@@ -87,7 +87,7 @@ func TestNodesDaemonSetAndStop(t *testing.T) {
 			t.Errorf("after CreateNodes: %v", err)
 		}
 	}
-	sandboxtest.Eventually(t, 30*time.Second, "DaemonSet with 22 ready pods", func() (bool, error) {
+	sandboxtest.Eventually(t, time.Minute, "DaemonSet with 22 ready pods", func() (bool, error) {
 		got, err := c.AppsV1().DaemonSets("default").Get(ctx, "ds", metav1.GetOptions{})
 		return err == nil && got.Status.NumberReady == 22, err
 	})
@@ -203,7 +203,7 @@ func TestCrashLoopInTwoSandboxes(t *testing.T) {
 	if sc := containerStatus(mixedNow, "sidecar"); sc == nil || !sc.Ready || sc.State.Running == nil || sc.RestartCount != 0 {
 		t.Errorf("the crash loop changed the sidecar's status: %+v", mixedNow.Status.ContainerStatuses)
 	}
-	sandboxtest.Eventually(t, 20*time.Second, "pod Ready in second sandbox", func() (bool, error) {
+	sandboxtest.Eventually(t, time.Minute, "pod Ready in second sandbox", func() (bool, error) {
 		p, err := c2.CoreV1().Pods("default").Get(ctx, "other", metav1.GetOptions{})
 		return err == nil && podReady(p), err
 	})
