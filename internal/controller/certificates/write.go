@@ -79,25 +79,21 @@ func injectCABundle(ctx context.Context, c client.Client, bundle []byte) ([]stri
 	}
 	for i := range validating.Items {
 		o := &validating.Items[i]
-		var names []string
-		for _, wh := range o.Webhooks {
-			if wh.ClientConfig.Service != nil && (!slices.Equal(wh.ClientConfig.CABundle, bundle) || !ownedByUs(o)) {
-				names = append(names, wh.Name)
-			}
+		served := make([]servedWebhook, len(o.Webhooks))
+		for j, wh := range o.Webhooks {
+			served[j] = servedWebhook{wh.Name, wh.ClientConfig}
 		}
-		if err := injectWebhooks(ctx, c, o, "ValidatingWebhookConfiguration", names, bundle, &out); err != nil {
+		if err := injectWebhooks(ctx, c, o, "ValidatingWebhookConfiguration", toInject(o, served, bundle), bundle, &out); err != nil {
 			return nil, err
 		}
 	}
 	for i := range mutating.Items {
 		o := &mutating.Items[i]
-		var names []string
-		for _, wh := range o.Webhooks {
-			if wh.ClientConfig.Service != nil && (!slices.Equal(wh.ClientConfig.CABundle, bundle) || !ownedByUs(o)) {
-				names = append(names, wh.Name)
-			}
+		served := make([]servedWebhook, len(o.Webhooks))
+		for j, wh := range o.Webhooks {
+			served[j] = servedWebhook{wh.Name, wh.ClientConfig}
 		}
-		if err := injectWebhooks(ctx, c, o, "MutatingWebhookConfiguration", names, bundle, &out); err != nil {
+		if err := injectWebhooks(ctx, c, o, "MutatingWebhookConfiguration", toInject(o, served, bundle), bundle, &out); err != nil {
 			return nil, err
 		}
 	}
@@ -114,6 +110,34 @@ func injectCABundle(ctx context.Context, c client.Client, bundle []byte) ([]stri
 		out = append(out, o.Name)
 	}
 	return out, nil
+}
+
+type servedWebhook struct {
+	name   string
+	config admissionregistrationv1.WebhookClientConfig
+}
+
+// toInject names the webhooks of a configuration the bundle is applied to:
+// none while every webhook served by a Service carries it and this
+// controller owns them, else all of those. All, never the ones that lack it:
+// server-side apply removes a field its manager applied before and leaves
+// out now, so applying only a webhook the configuration gained (an upgrade
+// adds some) would clear every other one's bundle, and the next pass would
+// apply those and clear the new one's, for ever.
+func toInject(o client.Object, webhooks []servedWebhook, bundle []byte) []string {
+	var names []string
+	needed := !ownedByUs(o)
+	for _, wh := range webhooks {
+		if wh.config.Service == nil {
+			continue
+		}
+		names = append(names, wh.name)
+		needed = needed || !slices.Equal(wh.config.CABundle, bundle)
+	}
+	if !needed {
+		return nil
+	}
+	return names
 }
 
 // injectWebhooks writes bundle into the named webhooks of a configuration.
