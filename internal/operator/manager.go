@@ -38,6 +38,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/version"
+	"github.com/virt-operator/virt-operator/internal/workloadcache"
 )
 
 // Options configure one operator process.
@@ -113,6 +114,15 @@ func cacheByObject(namespace string) map[client.Object]cache.ByObject {
 		out[kind] = cache.ByObject{Label: managed}
 	}
 	return out
+}
+
+// notCached are the kinds the manager's cache never holds: the VMIs and
+// migrations, which package workloadcache keeps in compact forms. A read of
+// them through the manager's client goes to the API server instead of
+// filling the cache with every object decoded (tens of megabytes at 10,000
+// VMIs).
+func notCached() []client.Object {
+	return []client.Object{&v1.VirtualMachineInstance{}, &v1.VirtualMachineInstanceMigration{}}
 }
 
 // metricsOptions serve /metrics with TLS, each scrape authenticated and
@@ -204,6 +214,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionReleaseOnCancel: true,
 		Logger:                        shutdownLogger(ctx, ctrl.Log),
 		Cache:                         cache.Options{ByObject: cacheByObject(o.Namespace), DefaultTransform: cacheTransform()},
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: notCached()}},
 		// Off OpenShift, SCCs and Routes are asked for on every pass.
 		MapperProvider: func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
 			m, err := apiutil.NewDynamicRESTMapper(c, hc)
@@ -243,6 +254,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.Add(events); err != nil {
 		return err
 	}
+	workloads, err := workloadcache.New(cfg, mgr.GetScheme(), mgr.GetRESTMapper(), ctrl.Log.WithName("workloadcache"))
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(workloads); err != nil {
+		return err
+	}
 	wants := certificates.NewWants()
 	certificateController := &certificates.Reconciler{Client: mgr.GetClient(), Namespace: o.Namespace, Recorder: events, Wants: wants}
 	if err := certificateController.SetupWithManager(mgr); err != nil {
@@ -254,6 +272,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Resources:       dc.ServerResourcesForGroupVersion,
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
+		Workloads:       workloads,
 		Namespace:       o.Namespace,
 		Recorder:        events,
 		Env:             o.env(),
@@ -267,6 +286,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		updater := &workloadupdate.Reconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
+			Workloads: workloads,
 			Namespace: o.Namespace,
 			Recorder:  events,
 		}

@@ -123,7 +123,3 @@ func MessageAborted(vmiName string) string {
 func MessageFailedAbort(vmiName string, err error) string {
 	return fmt.Sprintf("Failed to abort change for vmi: %s: %v", vmiName, err)
 }
-
-// VMIAnnotations are the VMI annotations the updater reads; a cache may drop
-// the others (kubectl's last-applied configuration can hold the whole VMI).
-var VMIAnnotations = []string{ChoiceKey, TestAbortionAnnotation}

@@ -117,9 +117,7 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 		return handlerOutcome{Reason: ReasonInvalidConfig, Message: problem, Warning: ReasonInvalidConfig}, nil
 	}
 	if rollout.NeedsMigrations(obs, policy) {
-		if obs.Migrations, err = r.handlerMigrations(ctx); err != nil {
-			return handlerOutcome{}, err
-		}
+		obs.Migrations = r.handlerMigrations()
 	}
 	if rollout.NeedsDataPlane(obs, policy) {
 		if obs.DataPlane, err = r.dataPlane(ctx, kv); err != nil {
