@@ -67,9 +67,10 @@ const (
 	maxLabelValue = 63
 )
 
-// MessageCreated is the SuccessfulCreate event message on the VMI.
-func MessageCreated(migrationName string) string {
-	return fmt.Sprintf("Created Migration %s for automated workload update", migrationName)
+// MessageCreatedMigrations is the SuccessfulCreate event message on the
+// KubeVirt CR: one Event (a series) for every plan that created migrations.
+func MessageCreatedMigrations() string {
+	return "Created Migrations for automated workload update: each names its VMI, status.workloadUpdates.migrationsCreated counts them"
 }
 
 // MessageFailedCreate is the FailedCreate event message on the VMI.

@@ -196,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 				return reconcile.Result{}, err
 			}
 		}
-		done = r.execute(ctx, plan, now)
+		done = r.execute(ctx, kv, plan, now)
 	}
 	setMetrics(plan, done.Created)
 	report := core.Report{TargetID: target.id, Actor: actor, Paused: settings.Paused && actor == v1.ActorVirtOperator, Blocked: blocked}

@@ -24,7 +24,14 @@ import (
 // execute carries out a plan: aborts first (they free slots), then migrations,
 // then the eviction batch. A failed call is an Event on the VMI, never an abort of
 // the rest: the next reconcile plans again from what the API shows.
-func (r *Reconciler) execute(ctx context.Context, plan core.Plan, now time.Time) core.Done {
+//
+// The migrations created are one Event on the KubeVirt CR per plan, not one
+// per VMI as upstream's updater writes: a drain of 10,000 VMIs would write
+// 10,000 Events beside its 10,000 migrations. Every plan's Event is alike,
+// so the recorder makes them one Event with a count (a series);
+// status.workloadUpdates.migrationsCreated counts the migrations, and each
+// migration names its VMI.
+func (r *Reconciler) execute(ctx context.Context, kv *v1.KubeVirt, plan core.Plan, now time.Time) core.Done {
 	var done core.Done
 	for _, a := range plan.Abort {
 		r.abort(ctx, a, now)
@@ -33,6 +40,9 @@ func (r *Reconciler) execute(ctx context.Context, plan core.Plan, now time.Time)
 		if r.migrate(ctx, req, now) {
 			done.Created++
 		}
+	}
+	if done.Created > 0 {
+		r.normal(kv, core.ReasonSuccessfulCreate, "CreateMigrations", core.MessageCreatedMigrations())
 	}
 	if plan.EvictionBatchAt != nil {
 		done.Evicted = r.evictBatch(ctx, plan.Evict, now)
@@ -54,7 +64,6 @@ func (r *Reconciler) migrate(ctx context.Context, req core.MigrationRequest, now
 		return false
 	}
 	r.pending.migrationCreated(m, now)
-	r.normal(vmiRef(req.VMI.Key(), req.VMI.UID), core.ReasonSuccessfulCreate, "CreateMigration", core.MessageCreated(m.Name))
 	return true
 }
 
