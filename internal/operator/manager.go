@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -96,20 +97,28 @@ func (o Options) serviceAccount() string {
 // cacheByObject bounds what the cache holds, so the operator's memory does not
 // grow with the cluster: namespaced kinds only in the operator's namespace;
 // ServiceAccounts there, and elsewhere only Prometheus' default account, whose
-// appearance turns monitoring on; the cluster-scoped kinds a strategy holds only
-// where they carry the managed-by label (the operator writes them with it, by
-// server-side apply, so an unlabelled one of the same name is taken over by the
-// first write and cached from then on).
+// appearance turns monitoring on; Roles and RoleBindings there, and elsewhere
+// the managed ones (a strategy puts some in kube-system and the monitoring
+// namespace: read from the API server, each was a request per pass); the
+// cluster-scoped kinds a strategy holds only where they carry the managed-by
+// label (the operator writes them with it, by server-side apply, so an
+// unlabelled one of the same name is taken over by the first write and cached
+// from then on).
 func cacheByObject(namespace string) map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{}
+	managed := metadata.ManagedSelector()
 	for _, kind := range kubevirt.CachedNamespacedKinds() {
-		out[kind] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+		namespaces := map[string]cache.Config{namespace: {}}
+		switch kind.(type) {
+		case *rbacv1.Role, *rbacv1.RoleBinding:
+			namespaces[cache.AllNamespaces] = cache.Config{LabelSelector: managed}
+		}
+		out[kind] = cache.ByObject{Namespaces: namespaces}
 	}
 	out[&corev1.ServiceAccount{}] = cache.ByObject{Namespaces: map[string]cache.Config{
 		namespace:           {},
 		cache.AllNamespaces: {FieldSelector: fields.OneTermEqualSelector("metadata.name", deployid.DefaultMonitorAccount)},
 	}}
-	managed := metadata.ManagedSelector()
 	for _, kind := range kubevirt.ManagedClusterKinds() {
 		out[kind] = cache.ByObject{Label: managed}
 	}
