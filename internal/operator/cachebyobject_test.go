@@ -41,3 +41,22 @@ func TestCacheByObject(t *testing.T) {
 		t.Errorf("ClusterRoles cached with selector %v, want the managed ones", roles.Label)
 	}
 }
+
+// Roles and RoleBindings are cached in every namespace where they are the
+// operator's (kube-system's RoleBinding is read on every pass of a rollout),
+// and wholly in its own.
+func TestCacheByObjectRBACEverywhere(t *testing.T) {
+	for obj, cfg := range cacheByObject("kubevirt") {
+		switch obj.(type) {
+		case *rbacv1.Role, *rbacv1.RoleBinding:
+		default:
+			continue
+		}
+		own, ok := cfg.Namespaces["kubevirt"]
+		elsewhere, ok2 := cfg.Namespaces[cache.AllNamespaces]
+		if !ok || own.LabelSelector != nil || !ok2 || elsewhere.LabelSelector == nil ||
+			!elsewhere.LabelSelector.Matches(labels.Set{metadata.ManagedByLabel: metadata.ManagedByValue}) || elsewhere.LabelSelector.Matches(labels.Set{}) {
+			t.Errorf("%T cached as %+v, want all of the operator's namespace and the managed ones elsewhere", obj, cfg.Namespaces)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +39,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/strategy"
 	"github.com/virt-operator/virt-operator/internal/version"
+	"github.com/virt-operator/virt-operator/internal/workloadcache"
 )
 
 // Options configure one operator process.
@@ -95,24 +97,41 @@ func (o Options) serviceAccount() string {
 // cacheByObject bounds what the cache holds, so the operator's memory does not
 // grow with the cluster: namespaced kinds only in the operator's namespace;
 // ServiceAccounts there, and elsewhere only Prometheus' default account, whose
-// appearance turns monitoring on; the cluster-scoped kinds a strategy holds only
-// where they carry the managed-by label (the operator writes them with it, by
-// server-side apply, so an unlabelled one of the same name is taken over by the
-// first write and cached from then on).
+// appearance turns monitoring on; Roles and RoleBindings there, and elsewhere
+// the managed ones (a strategy puts some in kube-system and the monitoring
+// namespace: read from the API server, each was a request per pass); the
+// cluster-scoped kinds a strategy holds only where they carry the managed-by
+// label (the operator writes them with it, by server-side apply, so an
+// unlabelled one of the same name is taken over by the first write and cached
+// from then on).
 func cacheByObject(namespace string) map[client.Object]cache.ByObject {
 	out := map[client.Object]cache.ByObject{}
+	managed := metadata.ManagedSelector()
 	for _, kind := range kubevirt.CachedNamespacedKinds() {
-		out[kind] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+		namespaces := map[string]cache.Config{namespace: {}}
+		switch kind.(type) {
+		case *rbacv1.Role, *rbacv1.RoleBinding:
+			namespaces[cache.AllNamespaces] = cache.Config{LabelSelector: managed}
+		}
+		out[kind] = cache.ByObject{Namespaces: namespaces}
 	}
 	out[&corev1.ServiceAccount{}] = cache.ByObject{Namespaces: map[string]cache.Config{
 		namespace:           {},
 		cache.AllNamespaces: {FieldSelector: fields.OneTermEqualSelector("metadata.name", deployid.DefaultMonitorAccount)},
 	}}
-	managed := metadata.ManagedSelector()
 	for _, kind := range kubevirt.ManagedClusterKinds() {
 		out[kind] = cache.ByObject{Label: managed}
 	}
 	return out
+}
+
+// notCached are the kinds the manager's cache never holds: the VMIs and
+// migrations, which package workloadcache keeps in compact forms. A read of
+// them through the manager's client goes to the API server instead of
+// filling the cache with every object decoded (tens of megabytes at 10,000
+// VMIs).
+func notCached() []client.Object {
+	return []client.Object{&v1.VirtualMachineInstance{}, &v1.VirtualMachineInstanceMigration{}}
 }
 
 // metricsOptions serve /metrics with TLS, each scrape authenticated and
@@ -204,6 +223,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionReleaseOnCancel: true,
 		Logger:                        shutdownLogger(ctx, ctrl.Log),
 		Cache:                         cache.Options{ByObject: cacheByObject(o.Namespace), DefaultTransform: cacheTransform()},
+		Client:                        client.Options{Cache: &client.CacheOptions{DisableFor: notCached()}},
 		// Off OpenShift, SCCs and Routes are asked for on every pass.
 		MapperProvider: func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
 			m, err := apiutil.NewDynamicRESTMapper(c, hc)
@@ -243,6 +263,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.Add(events); err != nil {
 		return err
 	}
+	workloads, err := workloadcache.New(cfg, mgr.GetScheme(), mgr.GetRESTMapper(), ctrl.Log.WithName("workloadcache"))
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(workloads); err != nil {
+		return err
+	}
 	wants := certificates.NewWants()
 	certificateController := &certificates.Reconciler{Client: mgr.GetClient(), Namespace: o.Namespace, Recorder: events, Wants: wants}
 	if err := certificateController.SetupWithManager(mgr); err != nil {
@@ -254,6 +281,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Resources:       dc.ServerResourcesForGroupVersion,
 		Client:          mgr.GetClient(),
 		APIReader:       mgr.GetAPIReader(),
+		Workloads:       workloads,
 		Namespace:       o.Namespace,
 		Recorder:        events,
 		Env:             o.env(),
@@ -267,6 +295,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		updater := &workloadupdate.Reconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
+			Workloads: workloads,
 			Namespace: o.Namespace,
 			Recorder:  events,
 		}

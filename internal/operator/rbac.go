@@ -25,7 +25,9 @@ package operator
 // static Role can name; stale monitoring objects and RBAC are looked for there.
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=servicemonitors,verbs=get;list;create;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=prometheusrules,verbs=list
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=list
+// Roles and RoleBindings outside the operator's namespace (kube-system's,
+// the monitoring namespace's) are cached where they carry the managed label.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=list;watch
 // The monitoring ServiceAccount is watched in every namespace (field-selected by
 // its name), the operator's own namespace's accounts as managed objects.
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=list;watch

@@ -6,18 +6,31 @@ import (
 	apiv1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
-// ProgressInterval is how often status.handlerRollout is rewritten while only
-// its progress moves (pod counts, the message). At 200 nodes the pods change
-// many times a second; writing the KubeVirt CR for each change costs the API
-// server more than it tells anyone, and slows the very DaemonSet rollout it
-// reports on. A phase change is never held back.
-const ProgressInterval = time.Second
+// While only its progress moves (pod counts, the message),
+// status.handlerRollout is rewritten once a ProgressSteps-th more of the pods
+// are updated or ready than it says, and at least every ProgressInterval: a
+// rollout writes its progress about a dozen times whatever its size. The
+// pods change many times a second; a write a second was 75 patches of the
+// KubeVirt CR in a 1000-node fast step, costing the API server more than it
+// told anyone and slowing the very DaemonSet rollout it reports on. A phase
+// change, a node starting or ending a wait, and a data-plane check moving on
+// are never held back.
+const (
+	ProgressSteps    = 10
+	ProgressInterval = 30 * time.Second
+)
 
 // HoldProgress says whether next may wait instead of being written now: it
-// differs from prev only in progress (counts and message) and the last write
-// was less than ProgressInterval ago. after is when the held status is due.
+// differs from prev only in progress, by less than a step of pods, and the
+// last write was less than ProgressInterval ago. after is when the held
+// status is due.
 func HoldProgress(prev, next *apiv1.HandlerRolloutStatus, lastWrite, now time.Time) (hold bool, after time.Duration) {
 	if prev == nil || next == nil || !sameButProgress(*prev, *next) {
+		return false, 0
+	}
+	step := max(next.DesiredPods/ProgressSteps, 1)
+	if next.UpdatedPods-prev.UpdatedPods >= step || next.ReadyPods-prev.ReadyPods >= step ||
+		next.UpdatedPods < prev.UpdatedPods || next.ReadyPods < prev.ReadyPods {
 		return false, 0
 	}
 	since := now.Sub(lastWrite)

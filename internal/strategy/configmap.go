@@ -138,23 +138,48 @@ func Encode(s *Strategy, cfg *deployid.Config, monitorNamespace string) (*corev1
 // metadata.creationTimestamp. An empty strategy is an error: its payload would
 // not decode.
 func Manifests(s *Strategy) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := WriteManifests(&buf, s); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteManifests writes Manifests(s) to w one document at a time, holding
+// no more than one object's YAML.
+func WriteManifests(w io.Writer, s *Strategy) error {
 	if s == nil {
-		return nil, errors.New("encoding the install strategy: no strategy")
+		return errors.New("encoding the install strategy: no strategy")
 	}
 	objs := s.Objects()
 	if len(objs) == 0 {
-		return nil, errors.New("encoding the install strategy: the strategy holds no objects")
+		return errors.New("encoding the install strategy: the strategy holds no objects")
 	}
-	var buf bytes.Buffer
 	for _, obj := range objs {
 		doc, err := marshalObject(obj)
 		if err != nil {
-			return nil, fmt.Errorf("encoding the install strategy: %w", err)
+			return fmt.Errorf("encoding the install strategy: %w", err)
 		}
-		buf.WriteString("---\n")
-		buf.Write(doc)
+		if _, err := io.WriteString(w, "---\n"); err != nil {
+			return err
+		}
+		if _, err := w.Write(doc); err != nil {
+			return err
+		}
 	}
-	return buf.Bytes(), nil
+	return nil
+}
+
+// ManifestsDigest is the SHA-256 of Manifests(s), without holding them: two
+// strategies render the same manifests exactly when their digests are equal.
+func ManifestsDigest(s *Strategy) ([sha256.Size]byte, error) {
+	h := sha256.New()
+	if err := WriteManifests(h, s); err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum, nil
 }
 
 // marshalObject is one YAML document for obj. It never modifies obj.

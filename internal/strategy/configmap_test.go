@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"strings"
@@ -483,5 +484,24 @@ func TestDecodeKeepsOneObjectPerName(t *testing.T) {
 	}
 	if len(s.ConfigMaps) != 1 {
 		t.Errorf("%d ConfigMaps", len(s.ConfigMaps))
+	}
+}
+
+// The digest is the manifests', written without holding them.
+func TestManifestsDigest(t *testing.T) {
+	s := &Strategy{}
+	if err := s.Add(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "kubevirt"}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Manifests(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ManifestsDigest(s)
+	if err != nil || got != sha256.Sum256(m) {
+		t.Fatalf("digest %x (%v), want the manifests' %x", got, err, sha256.Sum256(m))
+	}
+	if _, err := ManifestsDigest(&Strategy{}); err == nil {
+		t.Fatal("an empty strategy has a digest")
 	}
 }

@@ -31,8 +31,8 @@ func planVMIs(in Input) VMIPlan {
 	if actor == v1.ActorVirtController {
 		settings = core.UpstreamSettings(in.NewKubeVirt)
 	}
-	plan := core.PlanUpdate(core.Inputs{VMIs: in.VMIs, TargetLauncherImage: in.NewConfig.Image(deployid.Launcher),
-		Settings: settings, Now: time.Now(), Seed: 1})
+	plan := core.PlanUpdate(core.Inputs{VMIs: core.CompactVMIs(in.VMIs), TargetLauncherImage: in.NewConfig.Image(deployid.Launcher),
+		Settings: settings, Now: time.Now(), Seed: 1, Explain: true})
 	perNode := map[string]int{}
 	for i := range in.VMIs {
 		vmi := &in.VMIs[i]

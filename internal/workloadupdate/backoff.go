@@ -94,20 +94,20 @@ func failureTime(m *v1.VirtualMachineInstanceMigration) time.Time {
 // failuresOf counts the failed workload-update migrations of one VMI created
 // after both the VMI itself (a restarted VMI of the same name starts clean) and
 // its last successful migration.
-func failuresOf(vmi *v1.VirtualMachineInstance, finished []*v1.VirtualMachineInstanceMigration) Failures {
-	since := vmi.CreationTimestamp.Time
+func failuresOf(vmi *VMI, finished []*Migration) Failures {
+	since := vmi.Created
 	for _, m := range finished {
-		if m.Status.Phase == v1.MigrationSucceeded && m.CreationTimestamp.After(since) {
-			since = m.CreationTimestamp.Time
+		if m.Phase == v1.MigrationSucceeded && m.Created > since {
+			since = m.Created
 		}
 	}
 	var f Failures
 	for _, m := range finished {
-		if m.Status.Phase != v1.MigrationFailed || !IsWorkloadUpdate(m) || m.CreationTimestamp.Time.Before(since) {
+		if m.Phase != v1.MigrationFailed || !m.WorkloadUpdate || m.Created < since {
 			continue
 		}
 		f.Count++
-		if t := failureTime(m); t.After(f.Last) {
+		if t := time.Unix(0, m.FailedAt); t.After(f.Last) {
 			f.Last = t
 		}
 	}

@@ -88,8 +88,7 @@ func TestFailuresAreReadFromTheMigrations(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ix := IndexMigrations(c.migs)
-			f := failuresOf(&vmi, ix.Finished[KeyOf(&vmi)])
+			f := failuresOf(compact(vmi), MigrationsOf(CompactMigrations(c.migs)).Finished(KeyOf(&vmi)))
 			if c.count > 0 {
 				c.last = c.last.Add(time.Second) // rounded up: the API keeps whole seconds
 			}
@@ -121,7 +120,8 @@ func TestPlanBacksOffThenNeedsAttention(t *testing.T) {
 		t.Fatalf("after the backoff: %v", mig)
 	}
 
-	in.Migrations = append(in.Migrations, failedAt("f2", "vm", t0.Add(2*time.Minute), t0.Add(3*time.Minute), true))
+	migs = append(migs, failedAt("f2", "vm", t0.Add(2*time.Minute), t0.Add(3*time.Minute), true))
+	in.Migrations = MigrationsOf(CompactMigrations(migs))
 	in.Now = t0.Add(time.Hour)
 	p = PlanUpdate(in)
 	if mig, _ := names(p); len(mig) != 1 || len(p.NeedsAttention) != 1 || p.NeedsAttention[0].Failures != 2 {
@@ -134,7 +134,8 @@ func TestPlanBacksOffThenNeedsAttention(t *testing.T) {
 	if _, ev := names(PlanUpdate(in)); len(ev) != 1 || ev[0] != "vm" {
 		t.Fatalf("evictAfterMaxFailures: evicted %v", ev)
 	}
-	in.VMIs[0].Labels = map[string]string{ChoiceKey: "LiveMigrate"}
+	vmi.Labels = map[string]string{ChoiceKey: "LiveMigrate"}
+	in.VMIs[0] = compact(vmi)
 	if _, ev := names(PlanUpdate(in)); len(ev) != 0 {
 		t.Fatalf("a VM that chose LiveMigrate is never evicted: %v", ev)
 	}

@@ -1,9 +1,5 @@
 package workloadupdate
 
-import (
-	v1 "github.com/virt-operator/virt-operator/api/v1"
-)
-
 // Choice is a VM's own say in how it is moved, read from ChoiceKey.
 type Choice string
 
@@ -22,19 +18,16 @@ const (
 
 // ChoiceOf reads the VMI's choice: the label, else the annotation. The raw value
 // is returned for the message of an invalid one.
-func ChoiceOf(vmi *v1.VirtualMachineInstance) (Choice, string) {
-	raw, ok := vmi.Labels[ChoiceKey]
-	if !ok {
-		raw, ok = vmi.Annotations[ChoiceKey]
-	}
-	if !ok {
+func ChoiceOf(vmi *VMI) (Choice, string) {
+	if !vmi.Has(HasChoice) {
 		return ChoiceDefault, ""
 	}
-	switch c := Choice(raw); c {
+	switch raw := vmi.Choice; Choice(raw) {
 	case ChoiceLiveMigrate, ChoiceEvict, ChoiceNone:
-		return c, raw
+		return Choice(raw), raw
+	default:
+		return ChoiceInvalid, raw
 	}
-	return ChoiceInvalid, raw
 }
 
 // methodsFor are the methods that apply to a VMI with this choice: a choice

@@ -28,7 +28,7 @@ func TestChoiceOf(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			vmi := newVMI("vm", oldImage, c.opts...)
-			if got, _ := ChoiceOf(&vmi); got != c.want {
+			if got, _ := ChoiceOf(compact(vmi)); got != c.want {
 				t.Fatalf("ChoiceOf = %q, want %q", got, c.want)
 			}
 		})

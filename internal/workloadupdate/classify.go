@@ -1,8 +1,6 @@
 package workloadupdate
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
@@ -35,24 +33,22 @@ type Decision struct {
 	// Priority of the migration to create (Migrate only).
 	Priority v1.MigrationPriority
 	// AbortMigrations are the migrations to delete (Abort only).
-	AbortMigrations []*v1.VirtualMachineInstanceMigration
+	AbortMigrations []*Migration
 }
 
-// Classify puts one VMI in exactly one bucket. inflight holds the unfinished
-// migrations per VMI (Index.Unfinished); target is the current launcher image.
-func Classify(vmi *v1.VirtualMachineInstance, target string,
-	inflight map[Key][]*v1.VirtualMachineInstanceMigration, m Methods) Decision {
-	if vmi.DeletionTimestamp != nil {
+// Classify puts one VMI in exactly one bucket. unfinished are the VMI's
+// unfinished migrations; target is the current launcher image.
+func Classify(vmi *VMI, target string, unfinished []*Migration, m Methods) Decision {
+	if vmi.Has(Deleting) {
 		return Decision{Bucket: Skip, Reason: "being deleted"}
 	}
-	if vmi.Status.Phase != v1.VMIRunning {
+	if vmi.Phase != v1.VMIRunning {
 		return Decision{Bucket: Skip, Reason: "not running"}
 	}
-	unfinished := inflight[KeyOf(vmi)]
-	image := vmi.Status.LauncherContainerImageVersion
+	image := vmi.Launcher
 	outdated := image != "" && image != target
-	_, testAbort := vmi.Annotations[TestAbortionAnnotation]
-	change := hotplugPending(vmi) || volumesChanging(vmi)
+	testAbort := vmi.Has(TestAbort)
+	change := hotplugPending(vmi) || vmi.Has(VolumesChange)
 
 	if !outdated && !m.None() { // no method: no actions at all, aborts included
 		if toAbort := abortable(unfinished); len(toAbort) > 0 {
@@ -73,7 +69,7 @@ func Classify(vmi *v1.VirtualMachineInstance, target string,
 		d.Bucket, d.Reason = InFlight, "already migrating"
 		return d
 	}
-	if m.LiveMigrate && (isTrue(vmi, v1.VMIConditionLiveMigratable) || volumesChanging(vmi)) {
+	if m.LiveMigrate && (vmi.Has(LiveMigratable) || vmi.Has(VolumesChange)) {
 		d.Bucket, d.Reason, d.Priority = Migrate, "live-migratable", v1.PrioritySystemCritical
 		if needsChange {
 			d.Reason, d.Priority = "change pending", v1.PriorityUserTriggered
@@ -92,8 +88,7 @@ func Classify(vmi *v1.VirtualMachineInstance, target string,
 // test annotation always aborts; a pending change keeps them; an unknown launcher
 // image is not a reason to abort (mid-migration it may be blank); past the point of
 // no return they are left to finish.
-func shouldAbort(vmi *v1.VirtualMachineInstance, image string, testAbort, change bool,
-	unfinished []*v1.VirtualMachineInstanceMigration) bool {
+func shouldAbort(vmi *VMI, image string, testAbort, change bool, unfinished []*Migration) bool {
 	switch {
 	case testAbort:
 		return true
@@ -104,10 +99,10 @@ func shouldAbort(vmi *v1.VirtualMachineInstance, image string, testAbort, change
 }
 
 // abortable are the unfinished workload-update migrations not already being deleted.
-func abortable(unfinished []*v1.VirtualMachineInstanceMigration) []*v1.VirtualMachineInstanceMigration {
-	var out []*v1.VirtualMachineInstanceMigration
+func abortable(unfinished []*Migration) []*Migration {
+	var out []*Migration
 	for _, m := range unfinished {
-		if IsWorkloadUpdate(m) && m.DeletionTimestamp == nil {
+		if m.WorkloadUpdate && !m.Deleting {
 			out = append(out, m)
 		}
 	}
@@ -115,16 +110,16 @@ func abortable(unfinished []*v1.VirtualMachineInstanceMigration) []*v1.VirtualMa
 }
 
 // pastPointOfNoReturn: the VMI's or a migration's state reports the handover done.
-func pastPointOfNoReturn(vmi *v1.VirtualMachineInstance, unfinished []*v1.VirtualMachineInstanceMigration) bool {
-	done := func(s *v1.VirtualMachineInstanceMigrationState) bool {
+func pastPointOfNoReturn(vmi *VMI, unfinished []*Migration) bool {
+	done := func(s *MigrationState) bool {
 		return s != nil && s.Completed && !s.Failed
 	}
 	for _, m := range unfinished {
-		if done(m.Status.MigrationState) {
+		if done(m.State) {
 			return true
 		}
 		// The VMI's state describes its last migration: only trust it for this one.
-		if s := vmi.Status.MigrationState; done(s) && (s.MigrationUID == "" || s.MigrationUID == m.UID) {
+		if s := vmi.Migration; done(s) && (s.UID == "" || s.UID == m.UID) {
 			return true
 		}
 	}
@@ -132,35 +127,12 @@ func pastPointOfNoReturn(vmi *v1.VirtualMachineInstance, unfinished []*v1.Virtua
 }
 
 // migrating: the VMI's migration state shows a started, unended migration.
-func migrating(vmi *v1.VirtualMachineInstance) bool {
-	s := vmi.Status.MigrationState
-	return s != nil && s.StartTimestamp != nil && s.EndTimestamp == nil && !s.Completed && !s.Failed
+func migrating(vmi *VMI) bool {
+	s := vmi.Migration
+	return s != nil && s.Started != 0 && s.Ended == 0 && !s.Completed && !s.Failed
 }
 
-func hotplugPending(vmi *v1.VirtualMachineInstance) bool {
-	return hasCondition(vmi, VMIConditionHotVCPUChange) ||
-		isTrue(vmi, VMIConditionHotMemoryChange) ||
-		isTrue(vmi, v1.VMIConditionMigrationRequired)
-}
-
-func volumesChanging(vmi *v1.VirtualMachineInstance) bool {
-	return isTrue(vmi, v1.VMIConditionVolumesChange)
-}
-
-func hasCondition(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) bool {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == t {
-			return true
-		}
-	}
-	return false
-}
-
-func isTrue(vmi *v1.VirtualMachineInstance, t v1.VirtualMachineInstanceConditionType) bool {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == t {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+// hotplugPending: a CPU or memory hotplug waits for a migration.
+func hotplugPending(vmi *VMI) bool {
+	return vmi.Has(HotVCPUChange) || vmi.Has(HotMemoryChange) || vmi.Has(MigrationRequired)
 }

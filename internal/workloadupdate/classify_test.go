@@ -56,8 +56,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ix := IndexMigrations(c.migs)
-			d := Classify(&c.vmi, curImage, ix.Unfinished, c.methods)
+			d := Classify(compact(c.vmi), curImage, unfinishedOf(KeyOf(&c.vmi), c.migs...), c.methods)
 			if d.Bucket != c.want || d.Outdated != c.outdated || d.Priority != c.priority {
 				t.Fatalf("got %+v, want bucket %s outdated %v priority %q", d, c.want, c.outdated, c.priority)
 			}
@@ -76,7 +75,7 @@ func TestAbortSkipsMigrationsBeingDeleted(t *testing.T) {
 	now := metav1.NewTime(t0)
 	m.DeletionTimestamp = &now
 	vmi := newVMI("a", curImage)
-	d := Classify(&vmi, curImage, IndexMigrations([]v1.VirtualMachineInstanceMigration{m}).Unfinished, both)
+	d := Classify(compact(vmi), curImage, unfinishedOf(KeyOf(&vmi), m), both)
 	if d.Bucket != UpToDate {
 		t.Fatalf("got %s, want no second abort", d.Bucket)
 	}
@@ -100,7 +99,7 @@ func TestNewMigration(t *testing.T) {
 				c.vmi.UID = "1234"
 				c.wantLabel = "1234"
 			}
-			m := NewMigration(&c.vmi, c.priority)
+			m := NewMigration(compact(c.vmi), c.priority)
 			if m.GenerateName != "kubevirt-workload-update-" || m.Name != "" || m.Namespace != ns {
 				t.Fatalf("bad meta %+v", m.ObjectMeta)
 			}

@@ -67,9 +67,10 @@ const (
 	maxLabelValue = 63
 )
 
-// MessageCreated is the SuccessfulCreate event message on the VMI.
-func MessageCreated(migrationName string) string {
-	return fmt.Sprintf("Created Migration %s for automated workload update", migrationName)
+// MessageCreatedMigrations is the SuccessfulCreate event message on the
+// KubeVirt CR: one Event (a series) for every plan that created migrations.
+func MessageCreatedMigrations() string {
+	return "Created Migrations for automated workload update: each names its VMI, status.workloadUpdates.migrationsCreated counts them"
 }
 
 // MessageFailedCreate is the FailedCreate event message on the VMI.
@@ -123,7 +124,3 @@ func MessageAborted(vmiName string) string {
 func MessageFailedAbort(vmiName string, err error) string {
 	return fmt.Sprintf("Failed to abort change for vmi: %s: %v", vmiName, err)
 }
-
-// VMIAnnotations are the VMI annotations the updater reads; a cache may drop
-// the others (kubectl's last-applied configuration can hold the whole VMI).
-var VMIAnnotations = []string{ChoiceKey, TestAbortionAnnotation}

@@ -67,7 +67,16 @@ func FuzzPlan(f *testing.F) {
 			}
 			migs = append(migs, m)
 		}
-		in := Inputs{VMIs: vmis, Migrations: migs, TargetLauncherImage: curImage, Now: t0, Seed: seed,
+		// The cache holds one VMI per key: the first of a name stands.
+		seen := map[string]bool{}
+		var unique []v1.VirtualMachineInstance
+		for _, vmi := range vmis {
+			if !seen[vmi.Name] {
+				seen[vmi.Name] = true
+				unique = append(unique, vmi)
+			}
+		}
+		in := Inputs{VMIs: CompactVMIs(unique), Migrations: MigrationsOf(CompactMigrations(migs)), TargetLauncherImage: curImage, Now: t0, Seed: seed, Explain: true,
 			Settings: Settings{
 				Methods:               Methods{LiveMigrate: seed&1 != 0, Evict: seed&2 != 0},
 				ParallelMigrations:    int(par),

@@ -84,11 +84,21 @@ func newMig(name, vmi string, p v1.VirtualMachineInstanceMigrationPhase, wu bool
 	return m
 }
 
+// inputs are the planner's inputs for these VMIs and migrations, in their
+// compact forms (as the cache holds them), explained.
 func inputs(vmis []v1.VirtualMachineInstance, migs []v1.VirtualMachineInstanceMigration, m Methods) Inputs {
 	return Inputs{
-		VMIs: vmis, Migrations: migs, TargetLauncherImage: curImage,
-		Settings: Settings{Methods: m}, Now: t0, Seed: 1,
+		VMIs: CompactVMIs(vmis), Migrations: MigrationsOf(CompactMigrations(migs)), TargetLauncherImage: curImage,
+		Settings: Settings{Methods: m}, Now: t0, Seed: 1, Explain: true,
 	}
+}
+
+// compact is vmi's compact form.
+func compact(vmi v1.VirtualMachineInstance) *VMI { return CompactVMI(&vmi) }
+
+// unfinishedOf are the compact unfinished migrations of key among migs.
+func unfinishedOf(key Key, migs ...v1.VirtualMachineInstanceMigration) []*Migration {
+	return indexUnfinished(CompactMigrations(migs)).byVMI[key]
 }
 
 func names(p Plan) (mig, ev []string) {
@@ -99,4 +109,9 @@ func names(p Plan) (mig, ev []string) {
 		ev = append(ev, v.Name)
 	}
 	return mig, ev
+}
+
+// migsOf are migrations as the planner reads them.
+func migsOf(migs ...v1.VirtualMachineInstanceMigration) Migrations {
+	return MigrationsOf(CompactMigrations(migs))
 }

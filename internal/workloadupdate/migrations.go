@@ -40,40 +40,66 @@ func isRunningPhase(p v1.VirtualMachineInstanceMigrationPhase) bool {
 	return false
 }
 
-// Index is what the updater knows about migrations, derived from a list of them.
-type Index struct {
-	// Unfinished are the unfinished migrations per targeted VMI, in list order.
-	Unfinished map[Key][]*v1.VirtualMachineInstanceMigration
-	// Finished are the Succeeded and Failed migrations per VMI (the backoff
-	// reads them).
-	Finished map[Key][]*v1.VirtualMachineInstanceMigration
-	// Slots are the migrations taking a migration slot: every migration in a
-	// running phase, plus the updater's own unfinished migrations not yet
-	// running, and the virt-handler canary's probe's (IsHandlerProbe).
-	Slots []*v1.VirtualMachineInstanceMigration
-	// Active is len(Slots).
-	Active int
+// takesSlot: the migration counts against the migration caps: it runs, or it
+// is the updater's own or the canary probe's and not finished yet.
+func (m *Migration) takesSlot() bool {
+	return !m.Finished() && (isRunningPhase(m.Phase) || m.WorkloadUpdate || m.IsProbe)
 }
 
-// IndexMigrations builds the Index. Pointers refer into the given slice.
-func IndexMigrations(migs []v1.VirtualMachineInstanceMigration) Index {
-	ix := Index{
-		Unfinished: map[Key][]*v1.VirtualMachineInstanceMigration{},
-		Finished:   map[Key][]*v1.VirtualMachineInstanceMigration{},
-	}
-	for i := range migs {
-		m := &migs[i]
-		k := MigrationKey(m)
-		if IsFinished(m) {
-			ix.Finished[k] = append(ix.Finished[k], m)
+// Migrations are the cluster's migrations as a plan reads them: every
+// unfinished one, and the finished ones of a VMI on request (the backoff
+// reads those of the VMIs it would migrate). The cache keeps both indexed,
+// so a plan copies no migration: finished ones pile up, one or more per VMI
+// and upgrade.
+type Migrations struct {
+	// Unfinished are the migrations neither Succeeded nor Failed.
+	Unfinished []*Migration
+	// Finished returns a VMI's Succeeded and Failed migrations; nil reads as
+	// none.
+	Finished func(Key) []*Migration
+}
+
+// MigrationsOf splits a list of migrations (the tests', the plan command's).
+func MigrationsOf(all []*Migration) Migrations {
+	finished := map[Key][]*Migration{}
+	var out Migrations
+	for _, m := range all {
+		if m.Finished() {
+			finished[m.Key()] = append(finished[m.Key()], m)
 			continue
 		}
-		ix.Unfinished[k] = append(ix.Unfinished[k], m)
-		if isRunningPhase(m.Status.Phase) || IsWorkloadUpdate(m) || IsHandlerProbe(m) {
-			ix.Slots = append(ix.Slots, m)
+		out.Unfinished = append(out.Unfinished, m)
+	}
+	out.Finished = func(k Key) []*Migration { return finished[k] }
+	return out
+}
+
+func (ms Migrations) finished(k Key) []*Migration {
+	if ms.Finished == nil {
+		return nil
+	}
+	return ms.Finished(k)
+}
+
+// inFlight is what a plan reads of the unfinished migrations.
+type inFlight struct {
+	// byVMI are the unfinished migrations per targeted VMI, in list order.
+	byVMI map[Key][]*Migration
+	// slots are the migrations taking a migration slot (takesSlot).
+	slots []*Migration
+}
+
+func indexUnfinished(unfinished []*Migration) inFlight {
+	ix := inFlight{byVMI: make(map[Key][]*Migration, len(unfinished))}
+	for _, m := range unfinished {
+		if m.Finished() { // a caller's list may hold any; be safe
+			continue
+		}
+		ix.byVMI[m.Key()] = append(ix.byVMI[m.Key()], m)
+		if m.takesSlot() {
+			ix.slots = append(ix.slots, m)
 		}
 	}
-	ix.Active = len(ix.Slots)
 	return ix
 }
 
@@ -82,25 +108,31 @@ func IndexMigrations(migs []v1.VirtualMachineInstanceMigration) Index {
 // and the node it leaves. A migration's other phase steps and its progress
 // fields change no decision; at a few steps per migration, passing them would
 // plan once per step for every migration in the cluster.
-func PlanReadsChange(o, n *v1.VirtualMachineInstanceMigration) bool {
-	return o.UID != n.UID || IsFinished(o) != IsFinished(n) ||
-		isRunningPhase(o.Status.Phase) != isRunningPhase(n.Status.Phase) || IsWorkloadUpdate(o) != IsWorkloadUpdate(n) ||
-		sourceNode(o, nil) != sourceNode(n, nil) || o.Spec.VMIName != n.Spec.VMIName ||
-		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+func PlanReadsChange(o, n *Migration) bool {
+	return o.UID != n.UID || o.Finished() != n.Finished() ||
+		isRunningPhase(o.Phase) != isRunningPhase(n.Phase) || o.WorkloadUpdate != n.WorkloadUpdate ||
+		stateSource(o.State) != stateSource(n.State) || o.VMI != n.VMI || o.Deleting != n.Deleting
 }
 
 // sourceNode is the node a migration leaves: its migration state's, else the
 // node its VMI runs on now.
-func sourceNode(m *v1.VirtualMachineInstanceMigration, nodeOf map[Key]string) string {
-	if s := m.Status.MigrationState; s != nil && s.SourceNode != "" {
-		return s.SourceNode
+func sourceNode(m *Migration, nodeOf func(Key) string) string {
+	if s := stateSource(m.State); s != "" {
+		return s
 	}
-	return nodeOf[MigrationKey(m)]
+	return nodeOf(m.Key())
+}
+
+func stateSource(s *MigrationState) string {
+	if s == nil {
+		return ""
+	}
+	return s.Source
 }
 
 // NewMigration builds the workload-update migration for vmi. A VMI with a pending
 // volume change gets the volume-update label.
-func NewMigration(vmi *v1.VirtualMachineInstance, priority v1.MigrationPriority) *v1.VirtualMachineInstanceMigration {
+func NewMigration(vmi *VMI, priority v1.MigrationPriority) *v1.VirtualMachineInstanceMigration {
 	p := priority
 	m := &v1.VirtualMachineInstanceMigration{
 		TypeMeta: metav1.TypeMeta{
@@ -114,7 +146,7 @@ func NewMigration(vmi *v1.VirtualMachineInstance, priority v1.MigrationPriority)
 		},
 		Spec: v1.VirtualMachineInstanceMigrationSpec{VMIName: vmi.Name, Priority: &p},
 	}
-	if volumesChanging(vmi) {
+	if vmi.Has(VolumesChange) {
 		v := vmi.Name
 		if len(v) > maxLabelValue {
 			v = string(vmi.UID)

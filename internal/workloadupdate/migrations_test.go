@@ -49,7 +49,7 @@ func TestPlanReadsChange(t *testing.T) {
 		{"another VMI", &base, with(func(m *v1.VirtualMachineInstanceMigration) { m.Spec.VMIName = "other" }), true},
 		{"no status at all", &v1.VirtualMachineInstanceMigration{}, &v1.VirtualMachineInstanceMigration{}, false},
 	} {
-		if got := PlanReadsChange(c.o, c.n); got != c.want {
+		if got := PlanReadsChange(CompactMigration(c.o), CompactMigration(c.n)); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}

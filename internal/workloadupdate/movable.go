@@ -20,28 +20,17 @@ import (
 // probe; the value identifies the rollout.
 const HandlerProbeLabel = "kubevirt.io/virt-operator-handler-probe"
 
-// IsHandlerProbe reports whether the canary's migration probe created the migration.
-func IsHandlerProbe(m *v1.VirtualMachineInstanceMigration) bool {
-	_, ok := m.Labels[HandlerProbeLabel]
-	return ok
-}
-
-// Movable is "" when vmi may be live-migrated now by someone other than its
-// owner, else why not: it must be Running and not being deleted or
-// evacuated, report LiveMigratable=True, not be migrating (by its migration
-// state, or an unfinished migration in unfinished), and not be opted out of
-// moves by its choice (ChoiceKey None or Evict, or a value that means
-// nothing: the VM's owner said it must not be migrated).
-func Movable(vmi *v1.VirtualMachineInstance, unfinished []*v1.VirtualMachineInstanceMigration) string {
+// movable is Movable for the compact forms.
+func movable(vmi *VMI, unfinished []*Migration) string {
 	choice, raw := ChoiceOf(vmi)
 	switch {
-	case vmi.DeletionTimestamp != nil:
+	case vmi.Has(Deleting):
 		return "being deleted"
-	case vmi.Status.Phase != v1.VMIRunning:
-		return fmt.Sprintf("not running (phase %s)", orUnset(string(vmi.Status.Phase)))
-	case vmi.Status.EvacuationNodeName != "":
-		return "being evacuated from " + vmi.Status.EvacuationNodeName
-	case !isTrue(vmi, v1.VMIConditionLiveMigratable):
+	case vmi.Phase != v1.VMIRunning:
+		return fmt.Sprintf("not running (phase %s)", orUnset(string(vmi.Phase)))
+	case vmi.Evacuation != "":
+		return "being evacuated from " + vmi.Evacuation
+	case !vmi.Has(LiveMigratable):
 		return "not live-migratable"
 	case choice == ChoiceNone || choice == ChoiceEvict || choice == ChoiceInvalid:
 		return fmt.Sprintf("opted out of migrations (%s=%s)", ChoiceKey, raw)
@@ -58,23 +47,18 @@ func orUnset(s string) string {
 	return s
 }
 
-// FitsNode is "" when a migration of vmi could land on node, else why not:
-// the node must be usable (Ready, not cordoned, not being deleted, not
-// marked kubevirt.io/schedulable=false), match the VMI's node selector and
-// required affinity, and carry no scheduling taint the VMI does not tolerate.
-// A spec that cannot be read is taken as fitting, as Targets does (the
-// migration itself will say what is wrong with it).
-func FitsNode(vmi *v1.VirtualMachineInstance, node *corev1.Node) string {
+// fitsNode is FitsNode for the compact form.
+func fitsNode(vmi *VMI, node *corev1.Node) string {
 	if node == nil {
 		return "the node is gone"
 	}
 	if !usable(node) {
 		return "node " + node.Name + " cannot take a migration (not Ready, cordoned, being deleted or marked not schedulable)"
 	}
-	p, err := PlacementOf(vmi.Spec)
-	if err != nil {
+	if vmi.Has(SpecUnreadable) {
 		return ""
 	}
+	p := placementOrNone(vmi.Placement)
 	matches, tolerated := fits(p, nodeaffinity.NewRequiredNodeAffinity(p.NodeSelector, p.Affinity), node)
 	switch {
 	case !matches:
@@ -85,23 +69,18 @@ func FitsNode(vmi *v1.VirtualMachineInstance, node *corev1.Node) string {
 	return ""
 }
 
-// Room is "" when one more migration leaving node may start now under s's
-// caps, else why not: the node sends fewer than PerNode migrations, and the
-// cluster runs fewer than the cluster cap the admin set (PerCluster, else
-// parallelMigrationsPerCluster; the updater's default cap, derived from the
-// nodes with outdated VMIs, is its drain's pace, not a limit on others).
-// Migrations count as the updater counts them (Index.Slots), vmis give the
-// node a pending migration leaves.
-func (s Settings) Room(ix Index, vmis []v1.VirtualMachineInstance, node string) string {
-	if n := activeByNode(ix, vmis)[node]; s.PerNode > 0 && n >= s.PerNode {
+// room is Room for the compact forms: slots are the migrations taking a
+// slot, nodeOf the node each VMI runs on.
+func (s Settings) room(slots []*Migration, nodeOf func(Key) string, node string) string {
+	if n := activeByNode(slots, nodeOf)[node]; s.PerNode > 0 && n >= s.PerNode {
 		return fmt.Sprintf("node %s already sends %d migrations, the most spec.workloadUpdates.maxMigrationsPerNode allows (%d)", node, n, s.PerNode)
 	}
 	limit, field := s.PerCluster, "spec.workloadUpdates.maxMigrationsPerCluster"
 	if p := max(s.ParallelMigrations, 0); s.ParallelMigrations != 0 && (limit <= 0 || p < limit) {
 		limit, field = p, "parallelMigrationsPerCluster"
 	}
-	if (limit > 0 || s.ParallelMigrations < 0) && ix.Active >= limit {
-		return fmt.Sprintf("%d migrations run in the cluster, the most %s allows (%d)", ix.Active, field, limit)
+	if active := len(slots); (limit > 0 || s.ParallelMigrations < 0) && active >= limit {
+		return fmt.Sprintf("%d migrations run in the cluster, the most %s allows (%d)", active, field, limit)
 	}
 	return ""
 }

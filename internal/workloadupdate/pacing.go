@@ -2,8 +2,6 @@ package workloadupdate
 
 import (
 	"sort"
-
-	v1 "github.com/virt-operator/virt-operator/api/v1"
 )
 
 // Pacing is how many migrations may start now, derived from capacity.
@@ -41,14 +39,14 @@ func clusterCap(s Settings, nodesWithOutdated int) int {
 // spread across their nodes: round by round, one per node that is under its
 // cap, the nodes with the most candidates first, since the busiest node bounds
 // the drain.
-func (p Pacing) pick(cands []*v1.VirtualMachineInstance, slots int) []*v1.VirtualMachineInstance {
+func (p Pacing) pick(cands []*VMI, slots int) []*VMI {
 	if slots <= 0 || len(cands) == 0 {
 		return nil
 	}
-	byNode := map[string][]*v1.VirtualMachineInstance{}
+	byNode := map[string][]*VMI{}
 	var nodes []string
 	for _, vmi := range cands {
-		n := vmi.Status.NodeName
+		n := vmi.Node
 		if _, seen := byNode[n]; !seen {
 			nodes = append(nodes, n)
 		}
@@ -59,7 +57,7 @@ func (p Pacing) pick(cands []*v1.VirtualMachineInstance, slots int) []*v1.Virtua
 	for n, c := range p.ActiveByNode {
 		active[n] = c
 	}
-	var out []*v1.VirtualMachineInstance
+	var out []*VMI
 	for progress := true; progress && len(out) < slots; {
 		progress = false
 		for _, n := range nodes {

@@ -23,7 +23,7 @@ func packed(counts ...int) []v1.VirtualMachineInstance {
 func perNode(p Plan) map[string]int {
 	out := map[string]int{}
 	for _, r := range p.Migrate {
-		out[r.VMI.Status.NodeName]++
+		out[r.VMI.Node]++
 	}
 	return out
 }

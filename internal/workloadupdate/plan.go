@@ -13,8 +13,10 @@ import (
 // Inputs is everything one planning step looks at. Zero rate settings take the
 // defaults (ParallelMigrations < 0 means no new migrations).
 type Inputs struct {
-	VMIs                []v1.VirtualMachineInstance
-	Migrations          []v1.VirtualMachineInstanceMigration
+	// VMIs are every VMI, each key once (the cache's compact forms, shared:
+	// never modified).
+	VMIs                []*VMI
+	Migrations          Migrations
 	TargetLauncherImage string
 	Settings
 	// Now is the caller's clock reading.
@@ -29,11 +31,15 @@ type Inputs struct {
 	Settling map[Key]bool
 	// Targets are the nodes migrations could land on; nil: not checked.
 	Targets *Targets
+	// Explain fills Plan.Decisions (the plan command shows them; the updater
+	// does not read them, and at 10,000 VMIs they are a map a plan need not
+	// build).
+	Explain bool
 }
 
 // MigrationRequest asks for one migration.
 type MigrationRequest struct {
-	VMI      *v1.VirtualMachineInstance
+	VMI      *VMI
 	Priority v1.MigrationPriority
 }
 
@@ -44,14 +50,14 @@ func (r MigrationRequest) Migration() *v1.VirtualMachineInstanceMigration {
 
 // AbortRequest asks to delete a VMI's unfinished workload-update migrations.
 type AbortRequest struct {
-	VMI        *v1.VirtualMachineInstance
-	Migrations []*v1.VirtualMachineInstanceMigration
+	VMI        *VMI
+	Migrations []*Migration
 }
 
-// Plan is what to do now. Pointers refer into the Inputs slices.
+// Plan is what to do now. Pointers are the Inputs' own.
 type Plan struct {
 	Migrate []MigrationRequest
-	Evict   []*v1.VirtualMachineInstance
+	Evict   []*VMI
 	Abort   []AbortRequest
 	// Outdated is the count to publish (status and metric).
 	Outdated int
@@ -83,7 +89,7 @@ type Plan struct {
 	// EvictionBatchAt is set (to Now) when Evict is non-empty: store it as the last
 	// eviction batch once the evictions were sent.
 	EvictionBatchAt *time.Time
-	// Decisions is the bucket of every VMI, by key.
+	// Decisions is the bucket of every VMI, by key, when Inputs.Explain asks.
 	Decisions map[Key]Decision
 	// RequeueAfter is when to look again without an event; 0 means only on events.
 	RequeueAfter time.Duration
@@ -113,18 +119,24 @@ func (in Inputs) withDefaults() Inputs {
 
 // candidates is the classification pass's result, before the rate controls.
 type candidates struct {
-	migrate, evict []*v1.VirtualMachineInstance
-	failures       map[Key]int
-	outdatedNodes  map[string]bool
-	retryAt        time.Time // the earliest end of a backoff
+	migrate, evict []*VMI
+	// userTriggered are the VMIs to migrate for a pending change, not an
+	// upgrade (priority user-triggered; the others system-critical).
+	userTriggered map[*VMI]bool
+	failures      map[Key]int
+	outdatedNodes map[string]bool
+	retryAt       time.Time // the earliest end of a backoff
 }
 
 // PlanUpdate classifies every VMI and applies the rate controls. It does not check
 // the Gate: callers do that first.
 func PlanUpdate(in Inputs) Plan {
 	in = in.withDefaults()
-	ix := IndexMigrations(in.Migrations)
-	p := Plan{ActiveMigrations: ix.Active, Decisions: make(map[Key]Decision, len(in.VMIs))}
+	ix := indexUnfinished(in.Migrations.Unfinished)
+	p := Plan{ActiveMigrations: len(ix.slots)}
+	if in.Explain {
+		p.Decisions = make(map[Key]Decision, len(in.VMIs))
+	}
 	c := classifyAll(in, ix, &p)
 	sort.Slice(p.Abort, func(i, j int) bool { return lessVMI(p.Abort[i].VMI, p.Abort[j].VMI) })
 	sort.Slice(p.NeedsAttention, func(i, j int) bool { return p.NeedsAttention[i].Key.String() < p.NeedsAttention[j].Key.String() })
@@ -135,9 +147,13 @@ func PlanUpdate(in Inputs) Plan {
 	p.ClusterCap = clusterCap(in.Settings, len(c.outdatedNodes))
 	next := nextBatch(in.LastEvictionBatch, in.BatchEvictionInterval, in.Now)
 	if p.Hold == "" {
-		pace := Pacing{ClusterCap: p.ClusterCap, PerNode: in.PerNode, ActiveByNode: activeByNode(ix, in.VMIs)}
-		for _, vmi := range pace.pick(order(c.migrate, in.Seed, c.failures), p.ClusterCap-ix.Active) {
-			p.Migrate = append(p.Migrate, MigrationRequest{VMI: vmi, Priority: p.Decisions[KeyOf(vmi)].Priority})
+		pace := Pacing{ClusterCap: p.ClusterCap, PerNode: in.PerNode, ActiveByNode: activeByNode(ix.slots, nodesOf(ix.slots, in.VMIs))}
+		for _, vmi := range pace.pick(order(c.migrate, in.Seed, c.failures), p.ClusterCap-len(ix.slots)) {
+			priority := v1.PrioritySystemCritical
+			if c.userTriggered[vmi] {
+				priority = v1.PriorityUserTriggered
+			}
+			p.Migrate = append(p.Migrate, MigrationRequest{VMI: vmi, Priority: priority})
 		}
 		if len(c.evict) > 0 && !in.Now.Before(next) {
 			evict := order(c.evict, in.Seed^0x9e3779b97f4a7c15, nil)
@@ -155,17 +171,14 @@ func PlanUpdate(in Inputs) Plan {
 
 // classifyAll puts every VMI in its bucket, applying its choice and the backoff,
 // and fills the plan's counts.
-func classifyAll(in Inputs, ix Index, p *Plan) candidates {
+func classifyAll(in Inputs, ix inFlight, p *Plan) candidates {
 	c := candidates{failures: map[Key]int{}, outdatedNodes: map[string]bool{}}
-	for i := range in.VMIs {
-		vmi := &in.VMIs[i]
-		k := KeyOf(vmi)
-		if _, dup := p.Decisions[k]; dup {
-			continue // a list never holds one key twice; be safe anyway
-		}
+	for _, vmi := range in.VMIs {
+		k := vmi.Key()
 		choice, raw := ChoiceOf(vmi)
 		methods := choice.methodsFor(in.Methods)
-		d := Classify(vmi, in.TargetLauncherImage, ix.Unfinished, methods)
+		unfinished := ix.byVMI[k]
+		d := Classify(vmi, in.TargetLauncherImage, unfinished, methods)
 		if d.Bucket == Migrate && !in.Settling[k] { // an evicted VMI no node can take stays evicted
 			d = withTarget(in.Targets, p, vmi, methods, d)
 		}
@@ -175,16 +188,18 @@ func classifyAll(in Inputs, ix Index, p *Plan) candidates {
 		case (d.Bucket == Migrate || d.Bucket == Evict) && in.Settling[k]:
 			d.Bucket, d.Reason = InFlight, "migration succeeded, VMI not updated yet"
 		case d.Bucket == Migrate:
-			d = c.backOff(in, p, vmi, choice, ix.Finished[k], d)
+			d = c.backOff(in, p, vmi, choice, in.Migrations.finished(k), d)
 		case d.Outdated && d.Bucket == Skip && choice == ChoiceNone:
 			d.Reason = "left alone by its " + ChoiceKey
 		case d.Outdated && d.Bucket == Skip && choice == ChoiceInvalid:
 			d.Reason = "left alone: invalid " + ChoiceKey
 		}
-		p.Decisions[k] = d
+		if p.Decisions != nil {
+			p.Decisions[k] = d
+		}
 		if d.Outdated {
 			p.Outdated++
-			c.outdatedNodes[vmi.Status.NodeName] = true
+			c.outdatedNodes[vmi.Node] = true
 			countChoice(&p.Choices, choice, d.Bucket)
 			if choice == ChoiceInvalid {
 				if p.InvalidChoices == nil {
@@ -196,6 +211,12 @@ func classifyAll(in Inputs, ix Index, p *Plan) candidates {
 		switch d.Bucket {
 		case Migrate:
 			c.migrate = append(c.migrate, vmi)
+			if d.Priority == v1.PriorityUserTriggered {
+				if c.userTriggered == nil {
+					c.userTriggered = map[*VMI]bool{}
+				}
+				c.userTriggered[vmi] = true
+			}
 		case Evict:
 			c.evict = append(c.evict, vmi)
 		case Abort:
@@ -209,15 +230,15 @@ func classifyAll(in Inputs, ix Index, p *Plan) candidates {
 
 // withTarget keeps a VMI to migrate in Migrate when another node could take it;
 // else it is evicted when its methods allow, or left, reported not movable.
-func withTarget(t *Targets, p *Plan, vmi *v1.VirtualMachineInstance, m Methods, d Decision) Decision {
-	why := t.Why(vmi)
+func withTarget(t *Targets, p *Plan, vmi *VMI, m Methods, d Decision) Decision {
+	why := t.why(vmi)
 	switch {
 	case why == "":
 		return d
 	case m.Evict:
 		d.Bucket, d.Reason = Evict, "no migration target ("+why+"), evicted instead"
 	default:
-		p.NotMovable = append(p.NotMovable, Unmovable{Key: KeyOf(vmi), Reason: why})
+		p.NotMovable = append(p.NotMovable, Unmovable{Key: vmi.Key(), Reason: why})
 		d.Bucket, d.Reason = Skip, "not movable: "+why
 	}
 	return d
@@ -225,10 +246,11 @@ func withTarget(t *Targets, p *Plan, vmi *v1.VirtualMachineInstance, m Methods, 
 
 // backOff applies the backoff to a VMI that would be migrated: it waits, or it
 // needs attention (and is then evicted when the settings say so), or it goes.
-func (c *candidates) backOff(in Inputs, p *Plan, vmi *v1.VirtualMachineInstance, choice Choice,
-	finished []*v1.VirtualMachineInstanceMigration, d Decision) Decision {
+func (c *candidates) backOff(in Inputs, p *Plan, vmi *VMI, choice Choice, finished []*Migration, d Decision) Decision {
 	f := failuresOf(vmi, finished)
-	c.failures[KeyOf(vmi)] = f.Count
+	if f.Count > 0 {
+		c.failures[vmi.Key()] = f.Count
+	}
 	verdict, at := in.Backoff.Decide(f, in.Now)
 	switch verdict {
 	case Wait:
@@ -238,7 +260,7 @@ func (c *candidates) backOff(in Inputs, p *Plan, vmi *v1.VirtualMachineInstance,
 		}
 		d.Bucket, d.Reason = Skip, fmt.Sprintf("backing off after %d failed migrations, until %s", f.Count, at.UTC().Format(time.RFC3339))
 	case GiveUp:
-		p.NeedsAttention = append(p.NeedsAttention, Attention{Key: KeyOf(vmi), Failures: f.Count})
+		p.NeedsAttention = append(p.NeedsAttention, Attention{Key: vmi.Key(), Failures: f.Count})
 		d.Bucket, d.Reason = Skip, fmt.Sprintf("needs attention: %d failed migrations", f.Count)
 		if in.Backoff.EvictAfterMaxFailures && choice != ChoiceLiveMigrate {
 			d.Bucket, d.Reason = Evict, d.Reason+", evicted instead"
@@ -278,16 +300,32 @@ func holdReason(invalid error, paused bool, w maintenance.State) string {
 }
 
 // activeByNode counts the slot-taking migrations by the node they leave.
-func activeByNode(ix Index, vmis []v1.VirtualMachineInstance) map[string]int {
-	nodeOf := make(map[Key]string, len(vmis))
-	for i := range vmis {
-		nodeOf[KeyOf(&vmis[i])] = vmis[i].Status.NodeName
-	}
+func activeByNode(slots []*Migration, nodeOf func(Key) string) map[string]int {
 	out := map[string]int{}
-	for _, m := range ix.Slots {
+	for _, m := range slots {
 		out[sourceNode(m, nodeOf)]++
 	}
 	return out
+}
+
+// nodesOf looks up the nodes of the VMIs the slot-taking migrations move
+// that do not say their source yet (pending ones): one pass over the VMIs,
+// holding only those.
+func nodesOf(slots []*Migration, vmis []*VMI) func(Key) string {
+	nodes := map[Key]string{}
+	for _, m := range slots {
+		if stateSource(m.State) == "" {
+			nodes[m.Key()] = ""
+		}
+	}
+	if len(nodes) > 0 {
+		for _, vmi := range vmis {
+			if _, ok := nodes[vmi.Key()]; ok {
+				nodes[vmi.Key()] = vmi.Node
+			}
+		}
+	}
+	return func(k Key) string { return nodes[k] }
 }
 
 // nextBatch is when the next eviction batch may run. A last batch slightly in the
@@ -323,18 +361,18 @@ func requeue(p Plan, now, nextBatch, retryAt, nextOpen time.Time) time.Duration 
 
 // order sorts the candidates by key, shuffles them with the seed, then moves the
 // VMIs with more failed workload-update migrations to the back (stable).
-func order(vmis []*v1.VirtualMachineInstance, seed uint64, failed map[Key]int) []*v1.VirtualMachineInstance {
-	out := append([]*v1.VirtualMachineInstance(nil), vmis...)
+func order(vmis []*VMI, seed uint64, failed map[Key]int) []*VMI {
+	out := append([]*VMI(nil), vmis...)
 	sort.Slice(out, func(i, j int) bool { return lessVMI(out[i], out[j]) })
 	r := rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909))
 	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	if len(failed) > 0 {
-		sort.SliceStable(out, func(i, j int) bool { return failed[KeyOf(out[i])] < failed[KeyOf(out[j])] })
+		sort.SliceStable(out, func(i, j int) bool { return failed[out[i].Key()] < failed[out[j].Key()] })
 	}
 	return out
 }
 
-func lessVMI(a, b *v1.VirtualMachineInstance) bool {
+func lessVMI(a, b *VMI) bool {
 	if a.Namespace != b.Namespace {
 		return a.Namespace < b.Namespace
 	}

@@ -129,7 +129,7 @@ func TestOwnPendingMigrationsHoldSlots(t *testing.T) {
 	vmis := many("vm", 20, oldImage, migratable)
 	in := inputs(vmis, nil, both)
 	p := PlanUpdate(in)
-	in.Migrations = created(p, 0)
+	in.Migrations = migsOf(created(p, 0)...)
 	in.Seed = 2
 	if p2 := PlanUpdate(in); len(p2.Migrate) != 0 || p2.InFlight != 5 || p2.ActiveMigrations != 5 {
 		t.Fatalf("second plan: %d new, %d in flight", len(p2.Migrate), p2.InFlight)
@@ -153,7 +153,7 @@ func TestPlanIsIdempotent(t *testing.T) {
 	in := inputs(vmis, nil, both)
 	in.ParallelMigrations = 50
 	p := PlanUpdate(in)
-	in.Migrations = created(p, 0)
+	in.Migrations = migsOf(created(p, 0)...)
 	p2 := PlanUpdate(in)
 	for _, r := range p2.Migrate {
 		t.Errorf("second migration for %s", r.VMI.Name)
@@ -199,7 +199,7 @@ func TestFailedMigrationsRetriedLast(t *testing.T) {
 			}
 		}
 	}
-	in.VMIs = vmis[:5] // only the failed ones remain: they are retried
+	in.VMIs = CompactVMIs(vmis[:5]) // only the failed ones remain: they are retried
 	if m, _ := names(PlanUpdate(in)); len(m) != 5 {
 		t.Fatalf("failed VMIs not retried: %v", m)
 	}
@@ -209,18 +209,18 @@ func TestFailedMigrationsRetriedLast(t *testing.T) {
 func checkInvariants(t *testing.T, in Inputs, p Plan) {
 	t.Helper()
 	in = in.withDefaults()
-	ix := IndexMigrations(in.Migrations)
-	if limit := max(p.ClusterCap-ix.Active, 0); len(p.Migrate) > limit {
-		t.Fatalf("%d new migrations > cap %d - active %d", len(p.Migrate), p.ClusterCap, ix.Active)
+	ix := indexUnfinished(in.Migrations.Unfinished)
+	if limit := max(p.ClusterCap-len(ix.slots), 0); len(p.Migrate) > limit {
+		t.Fatalf("%d new migrations > cap %d - active %d", len(p.Migrate), p.ClusterCap, len(ix.slots))
 	}
 	if in.ParallelMigrations != 0 && p.ClusterCap > max(in.ParallelMigrations, 0) {
 		t.Fatalf("cluster cap %d > parallelMigrationsPerCluster %d", p.ClusterCap, in.ParallelMigrations)
 	}
 	if in.PerNode > 0 {
-		out := activeByNode(ix, in.VMIs)
+		out := activeByNode(ix.slots, nodesOf(ix.slots, in.VMIs))
 		for _, r := range p.Migrate {
-			if out[r.VMI.Status.NodeName]++; out[r.VMI.Status.NodeName] > in.PerNode {
-				t.Fatalf("node %q sends %d migrations, cap %d", r.VMI.Status.NodeName, out[r.VMI.Status.NodeName], in.PerNode)
+			if out[r.VMI.Node]++; out[r.VMI.Node] > in.PerNode {
+				t.Fatalf("node %q sends %d migrations, cap %d", r.VMI.Node, out[r.VMI.Node], in.PerNode)
 			}
 		}
 	}
@@ -235,18 +235,18 @@ func checkInvariants(t *testing.T, in Inputs, p Plan) {
 		t.Fatal("eviction before the interval")
 	}
 	seen := map[Key]string{}
-	mark := func(v *v1.VirtualMachineInstance, what string) {
-		if prev, ok := seen[KeyOf(v)]; ok {
-			t.Fatalf("%s in %s and %s", KeyOf(v), prev, what)
+	mark := func(v *VMI, what string) {
+		if prev, ok := seen[v.Key()]; ok {
+			t.Fatalf("%s in %s and %s", v.Key(), prev, what)
 		}
-		seen[KeyOf(v)] = what
-		if len(ix.Unfinished[KeyOf(v)]) > 0 && what != "abort" {
-			t.Fatalf("%s has an unfinished migration but is in %s", KeyOf(v), what)
+		seen[v.Key()] = what
+		if len(ix.byVMI[v.Key()]) > 0 && what != "abort" {
+			t.Fatalf("%s has an unfinished migration but is in %s", v.Key(), what)
 		}
 	}
 	for _, r := range p.Migrate {
-		if why := in.Targets.Why(r.VMI); why != "" {
-			t.Fatalf("%s migrated though %s", KeyOf(r.VMI), why)
+		if why := in.Targets.why(r.VMI); why != "" {
+			t.Fatalf("%s migrated though %s", r.VMI.Key(), why)
 		}
 		mark(r.VMI, "migrate")
 	}
@@ -272,7 +272,7 @@ func TestEvictingVMIsAreInFlight(t *testing.T) {
 			len(p.Evict), p.InFlight, p.Outdated, p.WaitingEvict)
 	}
 	for _, v := range p.Evict {
-		if in.Evicting[KeyOf(v)] {
+		if in.Evicting[v.Key()] {
 			t.Fatalf("%s evicted again", v.Name)
 		}
 	}

@@ -88,7 +88,7 @@ func (w *world) advance() {
 func (w *world) reconcile() Plan {
 	s := w.settings
 	s.LastEvictionBatch = w.lastBatch
-	in := Inputs{VMIs: w.vmis, Migrations: w.migs, TargetLauncherImage: curImage, Settings: s,
+	in := Inputs{VMIs: CompactVMIs(w.vmis), Migrations: migsOf(w.migs...), TargetLauncherImage: curImage, Settings: s,
 		Now: w.now, Seed: uint64(w.step)}
 	p := PlanUpdate(in)
 	checkInvariants(w.t, in, p)
@@ -103,7 +103,7 @@ func (w *world) reconcile() Plan {
 	for _, v := range p.Evict {
 		w.evicted[v.Name]++
 		// runStrategy Always: a fresh VMI on the current launcher replaces it.
-		v.Status = v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, LauncherContainerImageVersion: curImage}
+		w.vmi(v.Name).Status = v1.VirtualMachineInstanceStatus{Phase: v1.VMIRunning, LauncherContainerImageVersion: curImage}
 	}
 	if p.EvictionBatchAt != nil {
 		w.lastBatch = *p.EvictionBatchAt

@@ -15,7 +15,7 @@ import (
 func TestNextStatus(t *testing.T) {
 	at := t0.Add(time.Minute)
 	plan := Plan{ActiveMigrations: 2, Migrate: make([]MigrationRequest, 3), WaitingMigrate: 10,
-		Evict: make([]*v1.VirtualMachineInstance, 4), WaitingEvict: 6}
+		Evict: make([]*VMI, 4), WaitingEvict: 6}
 	prev := &v1.WorkloadUpdatesStatus{DeploymentID: "a", MigrationsCreated: 7, Evicted: 1,
 		LastEvictionBatch: &metav1.Time{Time: t0}}
 	tests := []struct {

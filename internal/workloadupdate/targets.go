@@ -32,18 +32,11 @@ func PlacementOf(spec runtime.RawExtension) (Placement, error) {
 	return p, err
 }
 
-// PlacementOnly is spec reduced to its placement (empty when it has none, or
-// cannot be read: the check then takes the VMI as movable).
-func PlacementOnly(spec runtime.RawExtension) runtime.RawExtension {
-	p, err := PlacementOf(spec)
-	if err != nil || (len(p.NodeSelector) == 0 && p.Affinity == nil && len(p.Tolerations) == 0) {
-		return runtime.RawExtension{}
+func placementOrNone(p *Placement) Placement {
+	if p == nil {
+		return Placement{}
 	}
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return runtime.RawExtension{}
-	}
-	return runtime.RawExtension{Raw: raw}
+	return *p
 }
 
 // Targets answers whether a VMI could be live-migrated to another node: a node
@@ -73,20 +66,30 @@ func usable(n *corev1.Node) bool {
 }
 
 // Why is "" when some node other than the VMI's own could take it, else why
-// none can. A nil Targets checks nothing (upstream's updater does not).
+// none can. A nil Targets checks nothing (upstream's updater does not). A
+// VMI without a placement (none set, or a spec that cannot be read: the
+// migration itself will say what is wrong with it) fits any usable node.
 func (t *Targets) Why(vmi *v1.VirtualMachineInstance) string {
 	if t == nil {
 		return ""
 	}
-	p, err := PlacementOf(vmi.Spec)
-	if err != nil {
-		return "" // the migration itself will say what is wrong with the spec
+	return t.why(CompactVMI(vmi))
+}
+
+// why is Why for the compact form.
+func (t *Targets) why(vmi *VMI) string {
+	if t == nil {
+		return ""
 	}
+	if vmi.Has(SpecUnreadable) {
+		return ""
+	}
+	p := placementOrNone(vmi.Placement)
 	others := 0
 	affinity := nodeaffinity.NewRequiredNodeAffinity(p.NodeSelector, p.Affinity)
 	matching := 0
 	for _, n := range t.usable {
-		if n.Name == vmi.Status.NodeName {
+		if n.Name == vmi.Node {
 			continue
 		}
 		others++

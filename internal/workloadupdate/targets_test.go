@@ -96,37 +96,41 @@ func TestTargetsWhy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vmi := newVMI("vm", oldImage, append([]vmiOpt{on("a")}, tc.vmi...)...)
-			if got := NewTargets(tc.nodes).Why(&vmi); got != tc.want {
+			if got := NewTargets(tc.nodes).why(compact(vmi)); got != tc.want {
 				t.Errorf("Why = %q, want %q", got, tc.want)
 			}
 		})
 	}
 	var unchecked *Targets
 	vmi := newVMI("vm", oldImage, on("a"))
-	if got := unchecked.Why(&vmi); got != "" {
+	if got := unchecked.why(compact(vmi)); got != "" {
 		t.Errorf("nil Targets: Why = %q, want \"\" (not checked)", got)
 	}
 }
 
-func TestPlacementOnly(t *testing.T) {
-	full := runtime.RawExtension{Raw: []byte(`{"domain":{"cpu":{"cores":4}},"nodeSelector":{"gpu":"yes"},` +
-		`"tolerations":[{"key":"k","operator":"Exists"}],"affinity":{"podAntiAffinity":{}}}`)}
-	got := PlacementOnly(full)
-	p, err := PlacementOf(got)
-	if err != nil || p.NodeSelector["gpu"] != "yes" || len(p.Tolerations) != 1 || p.Affinity == nil {
-		t.Errorf("PlacementOnly kept %s (%v), want the node selector, tolerations and affinity", got.Raw, err)
+// The compact form keeps of a spec its placement only, shared by every VMI
+// of the same placement; none when the spec sets none or cannot be read.
+func TestCompactPlacement(t *testing.T) {
+	full := `{"domain":{"cpu":{"cores":4}},"nodeSelector":{"gpu":"yes"},` +
+		`"tolerations":[{"key":"k","operator":"Exists"}],"affinity":{"podAntiAffinity":{}}}`
+	a, b := compact(newVMI("a", oldImage, spec(full))), compact(newVMI("b", oldImage, spec(full)))
+	p := a.Placement
+	if p == nil || p.NodeSelector["gpu"] != "yes" || len(p.Tolerations) != 1 || p.Affinity == nil {
+		t.Fatalf("placement %+v, want the node selector, tolerations and affinity", p)
 	}
-	if strings.Contains(string(got.Raw), "domain") {
-		t.Errorf("PlacementOnly kept the domain: %s", got.Raw)
+	if a.Placement != b.Placement {
+		t.Error("two VMIs of the same placement hold a copy each")
 	}
-	for name, in := range map[string]runtime.RawExtension{
-		"no placement": {Raw: []byte(`{"domain":{}}`)},
-		"empty":        {},
-		"unreadable":   {Raw: []byte(`{"nodeSelector":1}`)},
-	} {
-		if out := PlacementOnly(in); len(out.Raw) != 0 || out.Object != nil {
-			t.Errorf("%s: PlacementOnly = %s, want nothing", name, out.Raw)
+	if c := compact(newVMI("c", oldImage, spec(`{"nodeSelector":{"gpu":"no"}}`))); c.Placement == a.Placement {
+		t.Error("another placement shares the first's")
+	}
+	for name, raw := range map[string]string{"no placement": `{"domain":{}}`, "unreadable": `{"nodeSelector":1}`} {
+		if got := compact(newVMI("d", oldImage, spec(raw))).Placement; got != nil {
+			t.Errorf("%s: placement %+v, want none", name, got)
 		}
+	}
+	if got := compact(newVMI("e", oldImage)).Placement; got != nil {
+		t.Errorf("no spec: placement %+v, want none", got)
 	}
 	if _, err := PlacementOf(runtime.RawExtension{Raw: []byte(`[`)}); err == nil {
 		t.Error("PlacementOf of broken JSON: no error")

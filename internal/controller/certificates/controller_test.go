@@ -330,3 +330,42 @@ func TestInjectsTheCABundle(t *testing.T) {
 		t.Fatalf("a webhook the operator does not manage got the bundle (%v)", err)
 	}
 }
+
+// A configuration that gains a webhook (an upgrade adds them) gets the bundle
+// in all of them: the bundle's apply names every webhook served by a
+// Service, since server-side apply drops a field from the apply that owned
+// it once the next apply leaves it out. (Applying only the new webhooks
+// cleared the others', and each pass then flipped the two sets: a write
+// loop at rest after every upgrade.)
+func TestInjectsTheCABundleIntoANewWebhook(t *testing.T) {
+	managed := map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}
+	service := admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "kubevirt", Name: "virt-api"}}
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "virt-api-validator", Labels: managed},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "a.kubevirt.io", ClientConfig: service}}}
+	e := newEnv(t, cfg)
+	e.r.Wants.Set(e.kv, wanted(t, nil))
+	if _, err := e.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Name: cfg.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	got.Webhooks = append(got.Webhooks, admissionregistrationv1.ValidatingWebhook{Name: "b.kubevirt.io", ClientConfig: service})
+	if err := e.c.Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	for pass := range 3 {
+		if _, err := e.reconcile(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.c.Get(context.Background(), types.NamespacedName{Name: cfg.Name}, got); err != nil {
+			t.Fatal(err)
+		}
+		for _, wh := range got.Webhooks {
+			if len(wh.ClientConfig.CABundle) == 0 {
+				t.Fatalf("pass %d: webhook %s has no CA bundle", pass+1, wh.Name)
+			}
+		}
+	}
+}

@@ -107,11 +107,11 @@ func (r *Recorder) record(regarding, related runtime.Object, annotations map[str
 		r.log.Error(err, "not recording an Event about an object without a reference", "reason", reason, "note", note)
 		return
 	}
-	k := key{eventType: eventtype, reason: reason, action: action, regarding: *ref}
+	k := key{eventType: eventtype, reason: reason, action: action, regarding: identity(*ref)}
 	var relatedRef *corev1.ObjectReference
 	if related != nil {
 		if relatedRef, err = reference.GetReference(r.scheme, related); err == nil {
-			k.related = *relatedRef
+			k.related = identity(*relatedRef)
 		}
 	}
 	now := r.clock.Now()
@@ -141,6 +141,14 @@ func (r *Recorder) record(regarding, related runtime.Object, annotations map[str
 		}
 		r.enqueue(j)
 	}
+}
+
+// identity is the object a reference names, whatever its version: repeats
+// about an object are one series though it changed between them (the
+// KubeVirt CR's resourceVersion moves with every status write).
+func identity(ref corev1.ObjectReference) corev1.ObjectReference {
+	ref.ResourceVersion = ""
+	return ref
 }
 
 // enqueue never blocks a reconcile: a full queue drops the write, counted

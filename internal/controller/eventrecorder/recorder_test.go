@@ -104,6 +104,22 @@ func TestRecorderCountsRepeatsOnOneEvent(t *testing.T) {
 // Nothing the recorder holds grows with the number of distinct Events: the
 // queue drops what it cannot hold (counted, logged once), the table stays at
 // its capacity.
+// Repeats about an object are one series though its version moved between
+// them (the updater's Event on the KubeVirt CR, whose status it writes).
+func TestRecorderCountsRepeatsAboutAChangingObject(t *testing.T) {
+	h := newHarness(t)
+	p := pod("p")
+	for i := range 3 {
+		p.ResourceVersion = fmt.Sprint(i + 1)
+		h.clock.SetTime(t0.Add(time.Duration(i) * time.Second))
+		h.r.Eventf(p, nil, corev1.EventTypeNormal, "SuccessfulCreate", "CreateMigrations", "Created migrations")
+		h.drain()
+	}
+	if evs := h.events(); len(evs) != 1 || evs[0].Series == nil {
+		t.Fatalf("Events %+v, want one with a series", evs)
+	}
+}
+
 func TestRecorderBoundsWhatItHolds(t *testing.T) {
 	h := newHarness(t)
 	for i := range QueueLength + 44 {

@@ -116,9 +116,7 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 		return handlerOutcome{Reason: ReasonInvalidConfig, Message: problem, Warning: ReasonInvalidConfig}, nil
 	}
 	if rollout.NeedsMigrations(obs, policy) {
-		if obs.Migrations, err = r.handlerMigrations(ctx); err != nil {
-			return handlerOutcome{}, err
-		}
+		obs.Migrations = r.handlerMigrations()
 	}
 	if rollout.NeedsDataPlane(obs, policy) {
 		if obs.DataPlane, err = r.dataPlane(ctx, kv); err != nil {
@@ -169,7 +167,7 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 	if held {
 		out.Message = noRollbackMessage(out.Message)
 	}
-	if out.Reason == "" && !done {
+	if out.Reason == "" && !done && stalled(d.State.ProgressAt, s.now) {
 		refused, err := r.daemonSetRefused(ctx, liveDS, s.now)
 		if err != nil {
 			return handlerOutcome{}, err
@@ -181,6 +179,18 @@ func (r *Reconciler) syncHandler(ctx context.Context, s *scope, desired *appsv1.
 		}
 	}
 	return out, nil
+}
+
+// refusalLookAfter is how long the rollout must have made no progress
+// before virt-handler's DaemonSet's Events are read for a refusal: while its
+// pods get updated, its controller creates them, and reading its Events on
+// every pass of a fast step was an Events list a second.
+const refusalLookAfter = 5 * time.Second
+
+// stalled: no pod got updated or ready since refusalLookAfter (a progress
+// never recorded is no progress).
+func stalled(progressAt, now time.Time) bool {
+	return progressAt.IsZero() || now.Sub(progressAt) >= refusalLookAfter
 }
 
 // refusalWindow is how recent a DaemonSet's FailedCreate Event must be to

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -18,9 +19,10 @@ import (
 )
 
 // The canary's data-plane checks (rollout's Verifying phase) read every VMI,
-// migration and node from the cache the workload updater fills, and create
-// and abort the migration probe's migrations. rollout decides all of it;
-// this file only reads and writes.
+// migration and node from the caches (the VMIs and migrations from the
+// workload cache the workload updater reads), and create and abort the
+// migration probe's migrations. rollout decides all of it; this file only
+// reads and writes.
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=create;delete
 
 // Event reasons of the migration probe's own writes.
@@ -30,23 +32,60 @@ const (
 )
 
 // dataPlane is what the checks judge: every VMI, migration and node from the
-// cache (no request to the API server), and the workload updater's migration
-// caps. Kinds not served yet (no KubeVirt CRDs) read as none.
+// caches (the workload cache's compact forms, as API objects again), and the
+// workload updater's migration caps. Kinds not served yet (no KubeVirt CRDs)
+// read as none. The compact forms keep no VMI labels: when a migration probe
+// selects VMIs by label, the VMIs it selects are listed by their metadata
+// (the API server filters them) and carry their labels.
 func (r *Reconciler) dataPlane(ctx context.Context, kv *v1.KubeVirt) (*rollout.DataPlane, error) {
-	vmis := &v1.VirtualMachineInstanceList{}
-	if err := r.Client.List(ctx, vmis, client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("listing VMIs for the data-plane checks: %w", err)
+	w := r.workloads()
+	compact := w.VMIs()
+	vmis := make([]v1.VirtualMachineInstance, len(compact))
+	for i, vmi := range compact {
+		vmis[i] = vmi.Expand()
 	}
-	migrations := &v1.VirtualMachineInstanceMigrationList{}
-	if err := r.Client.List(ctx, migrations, client.UnsafeDisableDeepCopy); err != nil && !meta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("listing migrations for the data-plane checks: %w", err)
+	if err := r.probeLabels(ctx, kv, vmis); err != nil {
+		return nil, err
+	}
+	all := w.AllMigrations()
+	migrations := make([]v1.VirtualMachineInstanceMigration, len(all))
+	for i, m := range all {
+		migrations[i] = m.Expand()
 	}
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes for the data-plane checks: %w", err)
 	}
-	return &rollout.DataPlane{VMIs: vmis.Items, Migrations: migrations.Items, Nodes: nodes.Items,
+	return &rollout.DataPlane{VMIs: vmis, Migrations: migrations, Nodes: nodes.Items,
 		Limits: workloadupdate.SettingsFrom(kv)}, nil
+}
+
+// probeLabels gives the VMIs the migration probe's selector selects their
+// labels, listed through the API reader by the selector.
+func (r *Reconciler) probeLabels(ctx context.Context, kv *v1.KubeVirt, vmis []v1.VirtualMachineInstance) error {
+	hr := kv.Spec.HandlerRollout
+	if hr == nil || hr.DataPlaneChecks == nil || hr.DataPlaneChecks.MigrationProbe == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&hr.DataPlaneChecks.MigrationProbe.VMISelector)
+	if err != nil {
+		return nil //nolint:nilerr // the rollout's own reading of the spec reports it
+	}
+	selected := &metav1.PartialObjectMetadataList{}
+	selected.SetGroupVersionKind(v1.GroupVersion.WithKind("VirtualMachineInstanceList"))
+	if err := r.APIReaderOrClient().List(ctx, selected, client.MatchingLabelsSelector{Selector: sel}); err != nil && !meta.IsNoMatchError(err) {
+		return fmt.Errorf("listing the VMIs the migration probe selects: %w", err)
+	}
+	labels := make(map[workloadupdate.Key]map[string]string, len(selected.Items))
+	for _, o := range selected.Items {
+		labels[workloadupdate.Key{Namespace: o.Namespace, Name: o.Name}] = o.Labels
+	}
+	for i := range vmis {
+		if l, ok := labels[workloadupdate.KeyOf(&vmis[i])]; ok {
+			vmis[i].Labels = l
+		}
+	}
+	return nil
 }
 
 // actOnChecks carries out what the checks decided: aborts (deletes) the

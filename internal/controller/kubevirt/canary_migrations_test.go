@@ -22,6 +22,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/rollout"
+	"github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
 // vmim is a migration of vmi in namespace default; with nodes, virt-controller
@@ -226,7 +227,7 @@ func TestMigrationEventsFilter(t *testing.T) {
 	} {
 		n := base.DeepCopy()
 		tc.mut(n)
-		if got := migrationMoved(base, n); got != tc.want {
+		if got := migrationMoved(workloadupdate.CompactMigration(base), workloadupdate.CompactMigration(n)); got != tc.want {
 			t.Errorf("%s: moved %v, want %v", name, got, tc.want)
 		}
 	}

@@ -210,3 +210,23 @@ func TestDaemonSetRefusedListsOnlyRefusals(t *testing.T) {
 		t.Errorf("a DaemonSet with every pod: %q, %v, %d lists", got, err, len(selectors))
 	}
 }
+
+// virt-handler's Events are read for a refusal only once the rollout has
+// stalled: a fast step that updates pods every second never lists them.
+func TestRefusalsLookedForOnlyWhenStalled(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name     string
+		progress time.Time
+		want     bool
+	}{
+		{"pods updated a second ago", now.Add(-time.Second), false},
+		{"just short of the wait", now.Add(-refusalLookAfter + time.Millisecond), false},
+		{"no progress for the wait", now.Add(-refusalLookAfter), true},
+		{"no progress recorded", time.Time{}, true},
+	} {
+		if got := stalled(c.progress, now); got != c.want {
+			t.Errorf("%s: stalled %v, want %v", c.name, got, c.want)
+		}
+	}
+}

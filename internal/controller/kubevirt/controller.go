@@ -25,6 +25,7 @@ import (
 	"github.com/virt-operator/virt-operator/internal/deployid"
 	"github.com/virt-operator/virt-operator/internal/metadata"
 	"github.com/virt-operator/virt-operator/internal/storedversions"
+	"github.com/virt-operator/virt-operator/internal/workloadcache"
 )
 
 // The operator manages the cluster's one KubeVirt CR, in its namespace; it
@@ -60,6 +61,12 @@ type Reconciler struct {
 	// on a fake client) does not wait.
 	Resources storedversions.Resources
 
+	// Workloads are the VMIs and migrations, in the workload cache the
+	// workload updater reads too; SetupWithManager makes one when none is
+	// given, and a Reconciler without one (unit tests) lists them through
+	// Client on each pass.
+	Workloads Workloads
+
 	// Certificates is where the certificates the deployments need are asked
 	// of the certificate controller; nil: none runs (unit tests of other
 	// phases), and the object phase does not wait for it.
@@ -81,8 +88,18 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	if r.Workloads == nil {
+		wc, err := workloadcache.New(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetLogger().WithName("workloadcache"))
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(wc); err != nil {
+			return err
+		}
+		r.Workloads = wc
+	}
 	b := ctrl.ControllerManagedBy(mgr).Named("kubevirt").For(&v1.KubeVirt{}, ctrl.WithPredicates(notStatusOnly))
-	return r.watchManaged(b).WatchesRawSource(r.migrationEvents(mgr.GetCache())).Complete(r)
+	return r.watchManaged(b).WatchesRawSource(r.migrationEvents()).Complete(r)
 }
 
 // Reconcile brings the KubeVirt CR named by req and the cluster in line. The

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,11 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
 	"github.com/virt-operator/virt-operator/internal/activecr"
-	"github.com/virt-operator/virt-operator/internal/controller/coalesce"
 	"github.com/virt-operator/virt-operator/internal/deployid"
+	"github.com/virt-operator/virt-operator/internal/workloadcache"
 	core "github.com/virt-operator/virt-operator/internal/workloadupdate"
 )
 
@@ -33,9 +35,26 @@ import (
 // Nodes: where a migration could land.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 
+// Workloads is what the updater reads of the VMIs and migrations: their
+// compact forms, from the workload cache (package workloadcache).
+type Workloads interface {
+	// Synced: both kinds are listed; before, a plan would count what it has
+	// not seen.
+	Synced() bool
+	VMIs() []*core.VMI
+	VMI(core.Key) *core.VMI
+	Migrations() core.Migrations
+	Migration(namespace, name string) *core.Migration
+	OnVMI(workloadcache.Handler[core.VMI])
+	OnMigration(workloadcache.Handler[core.Migration])
+}
+
 // Reconciler moves the active KubeVirt's outdated VMIs onto the target launcher.
 type Reconciler struct {
 	Client client.Client
+	// Workloads are the VMIs and migrations; SetupWithManager makes a
+	// workload cache when none is given.
+	Workloads Workloads
 	// APIReader finds launcher pods: the cache holds pods of the operator's
 	// namespace only.
 	APIReader client.Reader
@@ -59,7 +78,8 @@ type Reconciler struct {
 }
 
 // pendingRecheck is how soon to look again while this process's own writes have
-// not shown in the cache yet (an informer event normally comes first).
+// not shown in the cache yet (an informer event normally comes first), or
+// while the workload cache has not listed the VMIs and migrations yet.
 const pendingRecheck = time.Second
 
 // SetupWithManager registers the controller: the KubeVirt CR, its VMIs, the
@@ -72,13 +92,42 @@ const pendingRecheck = time.Second
 // those that change only the counts for as long as the counts are held.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	r.init()
+	if r.Workloads == nil {
+		wc, err := workloadcache.New(mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetLogger().WithName("workloadcache"))
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(wc); err != nil {
+			return err
+		}
+		r.Workloads = wc
+	}
 	toActive := handler.EnqueueRequestsFromMapFunc(r.activeRequest)
 	return ctrl.ControllerManagedBy(mgr).Named("workloadupdate").
 		Watches(&v1.KubeVirt{}, toActive, ctrl.WithPredicates(notOwnStatusWrite)).
-		Watches(&v1.VirtualMachineInstance{}, coalesce.HandlerBy(r.vmiWindow, r.activeRequest), ctrl.WithPredicates(r.vmiPredicate())).
-		Watches(&v1.VirtualMachineInstanceMigration{}, coalesce.HandlerBy(r.migrationWindow, r.activeRequest), ctrl.WithPredicates(r.migrationPredicate())).
+		WatchesRawSource(r.workloadEvents()).
 		Watches(&corev1.Node{}, toActive, ctrl.WithPredicates(r.openGatePredicate(), targetChanged)).
 		Complete(r)
+}
+
+// workloadEvents are the VMI and migration events from the workload cache,
+// each passed (vmiPasses, migrationPasses) and gathered over its window
+// (vmiWindow, migrationWindow) into the one request.
+func (r *Reconciler) workloadEvents() source.Source {
+	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		req := r.activeRequest(context.Background(), nil)[0]
+		r.Workloads.OnVMI(func(o, n *core.VMI) {
+			if r.vmiPasses(o, n) {
+				q.AddAfter(req, r.vmiWindow(o, n))
+			}
+		})
+		r.Workloads.OnMigration(func(o, n *core.Migration) {
+			if r.migrationPasses(o, n) {
+				q.AddAfter(req, r.migrationWindow(o, n))
+			}
+		})
+		return nil
+	})
 }
 
 // init sets the defaults and the in-memory bookkeeping.
@@ -115,23 +164,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			blocked = observeReason(actor, ignored)
 		}
 	}
-	vmis := &v1.VirtualMachineInstanceList{}
-	if err := r.Client.List(ctx, vmis, client.UnsafeDisableDeepCopy); err != nil {
-		return reconcile.Result{}, err
+	if !r.Workloads.Synced() {
+		log.FromContext(ctx).V(1).Info("workload updates wait for the VMIs and migrations to be listed")
+		return reconcile.Result{RequeueAfter: pendingRecheck}, nil
 	}
-	migs := &v1.VirtualMachineInstanceMigrationList{}
-	if err := r.Client.List(ctx, migs, client.UnsafeDisableDeepCopy); err != nil {
-		return reconcile.Result{}, err
-	}
+	vmis := r.Workloads.VMIs()
 	targets, err := r.targets(ctx, settings.Methods)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	now := r.Clock.Now()
 	settings.LastEvictionBatch = r.pending.lastEvictionBatch(settings.LastEvictionBatch)
-	withPending, gaps := r.pending.view(now, target.image, vmis.Items, migs.Items)
+	withPending, gaps := r.pending.view(now, target.image, r.Workloads.Migrations(), r.Workloads)
 	plan := core.PlanUpdate(core.Inputs{
-		VMIs: vmis.Items, Migrations: withPending, TargetLauncherImage: target.image,
+		VMIs: vmis, Migrations: withPending, TargetLauncherImage: target.image,
 		Settings: settings, Now: now, Seed: rand.Uint64(),
 		Evicting: gaps.evicting, Settling: gaps.settling, Targets: targets,
 	})
@@ -140,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	prev := r.pending.lastStatus(kv.Status.WorkloadUpdates)
 	var done core.Done
 	if blocked == "" {
-		r.reportFailures(migs.Items)
+		r.reportFailures(gaps.failed)
 		r.announce(plan, settings.Backoff.EvictAfterMaxFailures)
 		if plan.EvictionBatchAt != nil {
 			// Write-ahead: the batch time is stored before any eviction, so a
@@ -150,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 				return reconcile.Result{}, err
 			}
 		}
-		done = r.execute(ctx, plan, now)
+		done = r.execute(ctx, kv, plan, now)
 	}
 	setMetrics(plan, done.Created)
 	report := core.Report{TargetID: target.id, Actor: actor, Paused: settings.Paused && actor == v1.ActorVirtOperator, Blocked: blocked}

@@ -3,6 +3,7 @@ package workloadupdate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -22,7 +24,14 @@ import (
 // execute carries out a plan: aborts first (they free slots), then migrations,
 // then the eviction batch. A failed call is an Event on the VMI, never an abort of
 // the rest: the next reconcile plans again from what the API shows.
-func (r *Reconciler) execute(ctx context.Context, plan core.Plan, now time.Time) core.Done {
+//
+// The migrations created are one Event on the KubeVirt CR per plan, not one
+// per VMI as upstream's updater writes: a drain of 10,000 VMIs would write
+// 10,000 Events beside its 10,000 migrations. Every plan's Event is alike,
+// so the recorder makes them one Event with a count (a series);
+// status.workloadUpdates.migrationsCreated counts the migrations, and each
+// migration names its VMI.
+func (r *Reconciler) execute(ctx context.Context, kv *v1.KubeVirt, plan core.Plan, now time.Time) core.Done {
 	var done core.Done
 	for _, a := range plan.Abort {
 		r.abort(ctx, a, now)
@@ -31,6 +40,9 @@ func (r *Reconciler) execute(ctx context.Context, plan core.Plan, now time.Time)
 		if r.migrate(ctx, req, now) {
 			done.Created++
 		}
+	}
+	if done.Created > 0 {
+		r.normal(kv, core.ReasonSuccessfulCreate, "CreateMigrations", core.MessageCreatedMigrations())
 	}
 	if plan.EvictionBatchAt != nil {
 		done.Evicted = r.evictBatch(ctx, plan.Evict, now)
@@ -48,11 +60,10 @@ func (r *Reconciler) execute(ctx context.Context, plan core.Plan, now time.Time)
 func (r *Reconciler) migrate(ctx context.Context, req core.MigrationRequest, now time.Time) bool {
 	m := req.Migration()
 	if err := r.Client.Create(ctx, m); err != nil {
-		r.warn(req.VMI, core.ReasonFailedCreate, "CreateMigration", core.MessageFailedCreate(err))
+		r.warn(vmiRef(req.VMI.Key(), req.VMI.UID), core.ReasonFailedCreate, "CreateMigration", core.MessageFailedCreate(err))
 		return false
 	}
 	r.pending.migrationCreated(m, now)
-	r.normal(req.VMI, core.ReasonSuccessfulCreate, "CreateMigration", core.MessageCreated(m.Name))
 	return true
 }
 
@@ -62,7 +73,7 @@ const evictWorkers = 10
 // evictBatch evicts the batch side by side: a batch is one short burst, not a
 // queue of API calls that on a busy API server stretches towards the interval.
 // It returns how many evictions were accepted.
-func (r *Reconciler) evictBatch(ctx context.Context, vmis []*v1.VirtualMachineInstance, now time.Time) int {
+func (r *Reconciler) evictBatch(ctx context.Context, vmis []*core.VMI, now time.Time) int {
 	var evicted atomic.Int32
 	var g errgroup.Group
 	g.SetLimit(evictWorkers)
@@ -78,37 +89,48 @@ func (r *Reconciler) evictBatch(ctx context.Context, vmis []*v1.VirtualMachineIn
 	return int(evicted.Load())
 }
 
-func (r *Reconciler) evict(ctx context.Context, vmi *v1.VirtualMachineInstance, now time.Time) bool {
+// evict evicts vmi's launcher pod. An eviction restarts a VM, and a batch is
+// at most BatchEvictionSize a BatchEvictionInterval: each keeps its Event on
+// its VMI, as upstream's.
+func (r *Reconciler) evict(ctx context.Context, vmi *core.VMI, now time.Time) bool {
+	ref := vmiRef(vmi.Key(), vmi.UID)
 	pod, err := r.launcherPod(ctx, vmi)
 	if err != nil || pod == nil {
-		r.warn(vmi, core.ReasonFailedEvict, "Evict", core.MessageNoLauncherPod(err))
+		r.warn(ref, core.ReasonFailedEvict, "Evict", core.MessageNoLauncherPod(err))
 		return false
 	}
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
 	if err := r.Client.SubResource("eviction").Create(ctx, pod, eviction); err != nil && !apierrors.IsNotFound(err) {
-		r.warn(vmi, core.ReasonFailedEvict, "Evict", core.MessageFailedEvict(err))
+		r.warn(ref, core.ReasonFailedEvict, "Evict", core.MessageFailedEvict(err))
 		return false
 	}
 	r.pending.vmiEvicted(vmi, now)
-	r.normal(vmi, core.ReasonSuccessfulEvict, "Evict", core.MessageEvicted())
+	r.normal(ref, core.ReasonSuccessfulEvict, "Evict", core.MessageEvicted())
 	return true
 }
 
+// vmiRef is a VMI as an Event names it.
+func vmiRef(k core.Key, uid types.UID) *v1.VirtualMachineInstance {
+	return &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name, UID: uid}}
+}
+
 func (r *Reconciler) abort(ctx context.Context, a core.AbortRequest, now time.Time) {
+	ref := vmiRef(a.VMI.Key(), a.VMI.UID)
 	for _, m := range a.Migrations {
-		err := r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+		obj := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+		err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &m.UID})
 		if err != nil && !apierrors.IsNotFound(err) {
-			r.warn(a.VMI, core.ReasonFailedChangeAbortion, "AbortMigration", core.MessageFailedAbort(a.VMI.Name, err))
+			r.warn(ref, core.ReasonFailedChangeAbortion, "AbortMigration", core.MessageFailedAbort(a.VMI.Name, err))
 			continue
 		}
 		r.pending.migrationDeleted(m, now)
-		r.normal(a.VMI, core.ReasonSuccessfulChangeAbortion, "AbortMigration", core.MessageAborted(a.VMI.Name))
+		r.normal(ref, core.ReasonSuccessfulChangeAbortion, "AbortMigration", core.MessageAborted(a.VMI.Name))
 	}
 }
 
 // launcherPod is the VMI's live launcher pod: created for this VMI, not being
 // deleted, preferring one the VMI lists as active.
-func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInstance) (*corev1.Pod, error) {
+func (r *Reconciler) launcherPod(ctx context.Context, vmi *core.VMI) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, pods, client.InNamespace(vmi.Namespace),
 		client.MatchingLabels{metadata.AppLabel: metadata.LauncherApp, metadata.CreatedByLabel: string(vmi.UID)}); err != nil {
@@ -120,19 +142,19 @@ func (r *Reconciler) launcherPod(ctx context.Context, vmi *v1.VirtualMachineInst
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if _, active := vmi.Status.ActivePods[p.UID]; active || found == nil {
+		if slices.Contains(vmi.ActivePods, p.UID) || found == nil {
 			found = p
 		}
 	}
 	return found, nil
 }
 
-// reportFailures turns each failed workload-update migration into one Warning
-// Event on its VMI: the VMI stays outdated and the core retries it later.
-func (r *Reconciler) reportFailures(migs []v1.VirtualMachineInstanceMigration) {
-	for _, m := range r.pending.newFailures(migs) {
-		vmi := &v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: m.Spec.VMIName, Namespace: m.Namespace}}
-		r.warn(vmi, core.ReasonFailedMigration, "Migrate", core.MessageMigrationFailed(m.Name))
+// reportFailures turns each workload-update migration seen failing into one
+// Warning Event on its VMI: the VMI stays outdated and the core retries it
+// later.
+func (r *Reconciler) reportFailures(failed []*core.Migration) {
+	for _, m := range failed {
+		r.warn(vmiRef(m.Key(), ""), core.ReasonFailedMigration, "Migrate", core.MessageMigrationFailed(m.Name))
 	}
 }
 

@@ -28,6 +28,11 @@ type evicted struct {
 	at  time.Time
 }
 
+type deleted struct {
+	namespace, name string
+	at              time.Time
+}
+
 // pending remembers this process's writes that the cache may not show yet.
 type pending struct {
 	mu sync.Mutex
@@ -36,12 +41,11 @@ type pending struct {
 	// evicted: VMI → the UID evicted, while that VMI still looks Running.
 	evicted map[core.Key]evicted
 	// deleted: aborted migrations, until the cache drops them.
-	deleted map[types.UID]time.Time
-	// failed: failed migrations already reported by an Event.
-	failed map[types.UID]bool
-	// unfinished: the workload-update migrations the last view saw unfinished, so
-	// a Succeeded one is known to have just finished.
-	unfinished map[types.UID]bool
+	deleted map[types.UID]deleted
+	// unfinished: the workload-update migrations the last view saw unfinished,
+	// by UID, so the next one sees those that finished since: a Succeeded one
+	// settles its VMI, a Failed one is reported.
+	unfinished map[types.UID]core.Key
 	// settling: VMIs whose migration was just seen succeeding; the VMI cache may
 	// not show the new launcher yet (informers of two kinds are not in step).
 	// They hold only for the target launcher they moved to (settlingTarget): a
@@ -58,78 +62,103 @@ type pending struct {
 func newPending() *pending {
 	return &pending{
 		created: map[string]created{}, evicted: map[core.Key]evicted{},
-		deleted: map[types.UID]time.Time{}, failed: map[types.UID]bool{},
-		unfinished: map[types.UID]bool{}, settling: map[core.Key]time.Time{},
+		deleted: map[types.UID]deleted{}, unfinished: map[types.UID]core.Key{},
+		settling: map[core.Key]time.Time{},
 	}
 }
 
-// cacheGaps are the VMIs the cache may show out of date: in flight, not candidates.
+// cacheGaps are the VMIs the cache may show out of date: in flight, not
+// candidates; and the workload-update migrations seen failing since the last
+// view.
 type cacheGaps struct {
 	// evicting: evicted, still listed as running.
 	evicting map[core.Key]bool
 	// settling: their migration just succeeded, the VMI may still list the old launcher.
 	settling map[core.Key]bool
+	// failed: workload-update migrations this process saw unfinished (or
+	// created) that have failed since.
+	failed []*core.Migration
 }
 
-// view folds the remembered writes into what the cache listed: migrations this
-// process created but the cache lacks are added (as Pending), deleted ones are
-// left out, and VMIs just evicted or just migrated are reported as cache gaps.
-func (p *pending) view(now time.Time, target string, vmis []v1.VirtualMachineInstance, migs []v1.VirtualMachineInstanceMigration) (
-	[]v1.VirtualMachineInstanceMigration, cacheGaps) {
+// lookup reads single objects from the cache.
+type lookup interface {
+	VMI(core.Key) *core.VMI
+	Migration(namespace, name string) *core.Migration
+}
+
+// view folds the remembered writes into what the cache holds: migrations this
+// process created but the cache lacks are added (as Pending) to the
+// unfinished ones, deleted ones are left out, and VMIs just evicted or just
+// migrated are reported as cache gaps. It reads only the unfinished
+// migrations and the objects it remembers, never every VMI or migration.
+func (p *pending) view(now time.Time, target string, migs core.Migrations, cache lookup) (core.Migrations, cacheGaps) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if target != p.settlingTarget {
 		clear(p.settling)
 		p.settlingTarget = target
 	}
-	listed := make(map[string]bool, len(migs))
-	out := make([]v1.VirtualMachineInstanceMigration, 0, len(migs)+len(p.created))
-	seen := map[types.UID]bool{}
-	for i := range migs {
-		m := &migs[i]
-		listed[m.Namespace+"/"+m.Name] = true
-		if _, gone := p.deleted[m.UID]; gone {
-			seen[m.UID] = true
-			continue
+	var gaps cacheGaps
+	out := core.Migrations{Finished: migs.Finished, Unfinished: make([]*core.Migration, 0, len(migs.Unfinished)+len(p.created))}
+	for _, m := range migs.Unfinished {
+		if _, gone := p.deleted[m.UID]; !gone {
+			out.Unfinished = append(out.Unfinished, m)
 		}
-		out = append(out, *m)
 	}
-	for uid, at := range p.deleted {
-		if !seen[uid] || now.Sub(at) > pendingTTL {
+	for uid, d := range p.deleted {
+		if m := cache.Migration(d.namespace, d.name); m == nil || m.UID != uid || now.Sub(d.at) > pendingTTL {
 			delete(p.deleted, uid)
 		}
 	}
 	for name, c := range p.created {
-		if listed[c.key.Namespace+"/"+name] || now.Sub(c.at) > pendingTTL {
+		if m := cache.Migration(c.key.Namespace, name); m != nil {
+			delete(p.created, name)
+			p.finishedSince(now, m, &gaps) // finished before this process saw it unfinished
+			continue
+		}
+		if now.Sub(c.at) > pendingTTL {
 			delete(p.created, name)
 			continue
 		}
-		m := core.NewMigration(&v1.VirtualMachineInstance{}, v1.PrioritySystemCritical)
-		m.Name, m.Namespace, m.Spec.VMIName = name, c.key.Namespace, c.key.Name
-		m.Status.Phase = v1.MigrationPending
-		out = append(out, *m)
+		out.Unfinished = append(out.Unfinished, &core.Migration{Namespace: c.key.Namespace, Name: name, VMI: c.key.Name,
+			Phase: v1.MigrationPending, WorkloadUpdate: true, Created: c.at.Unix()})
 	}
-	p.noteSucceeded(now, migs)
-	return out, cacheGaps{evicting: p.evicting(now, vmis), settling: p.settled(now)}
+	p.noteFinished(now, migs.Unfinished, cache, &gaps)
+	gaps.evicting, gaps.settling = p.evicting(now, cache), p.settled(now)
+	return out, gaps
 }
 
-// noteSucceeded marks the VMIs whose workload-update migration was unfinished in
-// the last view and has succeeded since.
-func (p *pending) noteSucceeded(now time.Time, migs []v1.VirtualMachineInstanceMigration) {
-	unfinished := map[types.UID]bool{}
-	for i := range migs {
-		m := &migs[i]
-		if m.UID == "" || !core.IsWorkloadUpdate(m) {
-			continue
-		}
-		switch {
-		case !core.IsFinished(m):
-			unfinished[m.UID] = true
-		case m.Status.Phase == v1.MigrationSucceeded && p.unfinished[m.UID]:
-			p.settling[core.MigrationKey(m)] = now
+// noteFinished follows the workload-update migrations from one view to the
+// next: those unfinished in the last view that are not now have finished
+// (or are gone).
+func (p *pending) noteFinished(now time.Time, unfinished []*core.Migration, cache lookup, gaps *cacheGaps) {
+	still := make(map[types.UID]core.Key, len(p.unfinished))
+	for _, m := range unfinished {
+		if m.WorkloadUpdate && m.UID != "" {
+			still[m.UID] = core.Key{Namespace: m.Namespace, Name: m.Name}
 		}
 	}
-	p.unfinished = unfinished
+	for uid, name := range p.unfinished {
+		if _, ok := still[uid]; ok {
+			continue
+		}
+		if m := cache.Migration(name.Namespace, name.Name); m != nil && m.UID == uid {
+			p.finishedSince(now, m, gaps)
+		}
+	}
+	p.unfinished = still
+}
+
+// finishedSince records a workload-update migration this process has seen
+// finish: a success settles its VMI, a failure is reported.
+func (p *pending) finishedSince(now time.Time, m *core.Migration, gaps *cacheGaps) {
+	switch {
+	case !m.WorkloadUpdate:
+	case m.Phase == v1.MigrationSucceeded:
+		p.settling[m.Key()] = now
+	case m.Phase == v1.MigrationFailed:
+		gaps.failed = append(gaps.failed, m)
+	}
 }
 
 // settled: the VMIs whose migration succeeded within pendingTTL. Past it a VMI
@@ -150,19 +179,15 @@ func (p *pending) settled(now time.Time) map[core.Key]bool {
 }
 
 // evicting: the remembered evictions whose VMI (the same UID) still runs.
-func (p *pending) evicting(now time.Time, vmis []v1.VirtualMachineInstance) map[core.Key]bool {
+func (p *pending) evicting(now time.Time, cache lookup) map[core.Key]bool {
 	if len(p.evicted) == 0 {
 		return nil
 	}
-	running := make(map[core.Key]types.UID, len(vmis))
-	for i := range vmis {
-		if vmis[i].Status.Phase == v1.VMIRunning && vmis[i].DeletionTimestamp == nil {
-			running[core.KeyOf(&vmis[i])] = vmis[i].UID
-		}
-	}
 	out := map[core.Key]bool{}
 	for k, e := range p.evicted {
-		if running[k] != e.uid || now.Sub(e.at) > evictionTTL {
+		vmi := cache.VMI(k)
+		running := vmi != nil && vmi.Phase == v1.VMIRunning && !vmi.Has(core.Deleting)
+		if !running || vmi.UID != e.uid || now.Sub(e.at) > evictionTTL {
 			delete(p.evicted, k)
 			continue
 		}
@@ -177,16 +202,16 @@ func (p *pending) migrationCreated(m *v1.VirtualMachineInstanceMigration, at tim
 	p.created[m.Name] = created{key: core.MigrationKey(m), at: at}
 }
 
-func (p *pending) vmiEvicted(vmi *v1.VirtualMachineInstance, at time.Time) {
+func (p *pending) vmiEvicted(vmi *core.VMI, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.evicted[core.KeyOf(vmi)] = evicted{uid: vmi.UID, at: at}
+	p.evicted[vmi.Key()] = evicted{uid: vmi.UID, at: at}
 }
 
-func (p *pending) migrationDeleted(m *v1.VirtualMachineInstanceMigration, at time.Time) {
+func (p *pending) migrationDeleted(m *core.Migration, at time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.deleted[m.UID] = at
+	p.deleted[m.UID] = deleted{namespace: m.Namespace, name: m.Name, at: at}
 }
 
 func (p *pending) batchSent(at time.Time) {
@@ -204,32 +229,6 @@ func (p *pending) lastEvictionBatch(recorded time.Time) time.Time {
 		return p.lastBatch
 	}
 	return recorded
-}
-
-// newFailures returns the failed workload-update migrations not reported yet, and
-// forgets reported ones that are gone from the list.
-func (p *pending) newFailures(migs []v1.VirtualMachineInstanceMigration) []*v1.VirtualMachineInstanceMigration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []*v1.VirtualMachineInstanceMigration
-	present := map[types.UID]bool{}
-	for i := range migs {
-		m := &migs[i]
-		if m.Status.Phase != v1.MigrationFailed || !core.IsWorkloadUpdate(m) {
-			continue
-		}
-		present[m.UID] = true
-		if !p.failed[m.UID] {
-			p.failed[m.UID] = true
-			out = append(out, m)
-		}
-	}
-	for uid := range p.failed {
-		if !present[uid] {
-			delete(p.failed, uid)
-		}
-	}
-	return out
 }
 
 // waiting reports whether writes are still to show in the cache.

@@ -21,10 +21,36 @@ func vmi(name string, uid types.UID, phase v1.VirtualMachineInstancePhase) v1.Vi
 }
 
 func migration(name, vmiName string, uid types.UID, phase v1.VirtualMachineInstanceMigrationPhase) v1.VirtualMachineInstanceMigration {
-	m := core.NewMigration(&v1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: vmiName, Namespace: "ns"}},
-		v1.PrioritySystemCritical)
+	m := core.NewMigration(&core.VMI{Namespace: "ns", Name: vmiName}, v1.PrioritySystemCritical)
 	m.Name, m.UID, m.Status.Phase = name, uid, phase
 	return *m
+}
+
+// snapshot is a cache holding some VMIs and migrations.
+type snapshot struct {
+	vmis map[core.Key]*core.VMI
+	migs map[string]*core.Migration
+}
+
+func (s snapshot) VMI(k core.Key) *core.VMI { return s.vmis[k] }
+
+func (s snapshot) Migration(namespace, name string) *core.Migration {
+	return s.migs[namespace+"/"+name]
+}
+
+// view is p's view of a cache holding vmis and migs.
+func view(p *pending, now time.Time, target string, vmis []v1.VirtualMachineInstance, migs []v1.VirtualMachineInstanceMigration) (
+	[]*core.Migration, cacheGaps) {
+	s := snapshot{vmis: map[core.Key]*core.VMI{}, migs: map[string]*core.Migration{}}
+	for _, v := range core.CompactVMIs(vmis) {
+		s.vmis[v.Key()] = v
+	}
+	compact := core.CompactMigrations(migs)
+	for _, m := range compact {
+		s.migs[m.Namespace+"/"+m.Name] = m
+	}
+	out, gaps := p.view(now, target, core.MigrationsOf(compact), s)
+	return out.Unfinished, gaps
 }
 
 // A migration this process created stands in for itself until the cache lists it,
@@ -45,11 +71,11 @@ func TestPendingCreationsFillTheCacheGap(t *testing.T) {
 		{"forgotten once listed", t0.Add(3 * time.Second), nil, 0},
 	}
 	for _, tt := range tests {
-		got, _ := p.view(tt.now, "launcher:v2", nil, tt.listed)
+		got, _ := view(p, tt.now, "launcher:v2", nil, tt.listed)
 		if len(got) != tt.want {
 			t.Fatalf("%s: %d migrations, want %d", tt.name, len(got), tt.want)
 		}
-		if len(got) == 1 && (got[0].Spec.VMIName != "a" || !core.IsWorkloadUpdate(&got[0])) {
+		if len(got) == 1 && (got[0].VMI != "a" || !got[0].WorkloadUpdate) {
 			t.Fatalf("%s: %+v", tt.name, got[0])
 		}
 	}
@@ -62,7 +88,7 @@ func TestPendingCreationExpires(t *testing.T) {
 	p := newPending()
 	m := migration("kubevirt-workload-update-x", "a", "", "")
 	p.migrationCreated(&m, t0)
-	if got, _ := p.view(t0.Add(pendingTTL+time.Second), "launcher:v2", nil, nil); len(got) != 0 || p.waiting() {
+	if got, _ := view(p, t0.Add(pendingTTL+time.Second), "launcher:v2", nil, nil); len(got) != 0 || p.waiting() {
 		t.Fatalf("an unseen creation must be forgotten after %s: %d left", pendingTTL, len(got))
 	}
 }
@@ -70,11 +96,11 @@ func TestPendingCreationExpires(t *testing.T) {
 func TestDeletedMigrationsHiddenUntilGone(t *testing.T) {
 	p := newPending()
 	m := migration("m", "a", "u1", v1.MigrationPending)
-	p.migrationDeleted(&m, t0)
-	if got, _ := p.view(t0, "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{m}); len(got) != 0 {
+	p.migrationDeleted(core.CompactMigration(&m), t0)
+	if got, _ := view(p, t0, "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{m}); len(got) != 0 {
 		t.Fatal("an aborted migration still in the cache must be left out")
 	}
-	if _, _ = p.view(t0, "launcher:v2", nil, nil); p.waiting() {
+	if _, _ = view(p, t0, "launcher:v2", nil, nil); p.waiting() {
 		t.Fatal("the deletion must be forgotten once the cache drops it")
 	}
 }
@@ -82,7 +108,7 @@ func TestDeletedMigrationsHiddenUntilGone(t *testing.T) {
 func TestEvictingUntilReplaced(t *testing.T) {
 	p := newPending()
 	running := vmi("a", "u1", v1.VMIRunning)
-	p.vmiEvicted(&running, t0)
+	p.vmiEvicted(core.CompactVMI(&running), t0)
 	key := core.KeyOf(&running)
 	tests := []struct {
 		name string
@@ -95,14 +121,14 @@ func TestEvictingUntilReplaced(t *testing.T) {
 			[]v1.VirtualMachineInstance{vmi("a", "u2", v1.VMIRunning)}, false},
 	}
 	for _, tt := range tests {
-		_, gaps := p.view(tt.now, "launcher:v2", tt.vmis, nil)
+		_, gaps := view(p, tt.now, "launcher:v2", tt.vmis, nil)
 		evicting := gaps.evicting
 		if evicting[key] != tt.want {
 			t.Fatalf("%s: evicting=%v, want %v", tt.name, evicting[key], tt.want)
 		}
 	}
-	p.vmiEvicted(&running, t0)
-	if _, gaps := p.view(t0.Add(evictionTTL+time.Second), "launcher:v2", []v1.VirtualMachineInstance{running}, nil); gaps.evicting[key] {
+	p.vmiEvicted(core.CompactVMI(&running), t0)
+	if _, gaps := view(p, t0.Add(evictionTTL+time.Second), "launcher:v2", []v1.VirtualMachineInstance{running}, nil); gaps.evicting[key] {
 		t.Fatal("an eviction that never took effect must be retried after the TTL")
 	}
 }
@@ -130,17 +156,31 @@ func TestLastEvictionBatchPrefersTheExactRememberedTime(t *testing.T) {
 	}
 }
 
+// A workload-update migration seen unfinished, then Failed, is reported once;
+// another actor's, and one that had failed before this process saw it, are
+// not (a restart does not announce old failures again).
 func TestFailuresReportedOnce(t *testing.T) {
 	p := newPending()
-	failed := migration("m1", "a", "u1", v1.MigrationFailed)
-	foreign := failed
-	foreign.UID, foreign.Annotations = "u2", nil
-	list := []v1.VirtualMachineInstanceMigration{failed, foreign, migration("m3", "b", "u3", v1.MigrationSucceeded)}
-	if got := p.newFailures(list); len(got) != 1 || got[0].UID != "u1" {
-		t.Fatalf("first look: %v", got)
+	running := migration("m1", "a", "u1", v1.MigrationRunning)
+	foreign := migration("m2", "a", "u2", v1.MigrationRunning)
+	foreign.Annotations = nil
+	old := migration("m3", "b", "u3", v1.MigrationFailed)
+	view(p, t0, "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{running, foreign, old})
+	failed, foreignFailed := running, foreign
+	failed.Status.Phase, foreignFailed.Status.Phase = v1.MigrationFailed, v1.MigrationFailed
+	list := []v1.VirtualMachineInstanceMigration{failed, foreignFailed, old}
+	if _, gaps := view(p, t0.Add(time.Second), "launcher:v2", nil, list); len(gaps.failed) != 1 || gaps.failed[0].UID != "u1" {
+		t.Fatalf("first look after the failure: %v", gaps.failed)
 	}
-	if got := p.newFailures(list); len(got) != 0 {
-		t.Fatalf("reported twice: %v", got)
+	if _, gaps := view(p, t0.Add(2*time.Second), "launcher:v2", nil, list); len(gaps.failed) != 0 {
+		t.Fatalf("reported twice: %v", gaps.failed)
+	}
+	// One this process created that the cache first shows Failed.
+	created := migration("m4", "c", "", "")
+	p.migrationCreated(&created, t0)
+	created.UID, created.Status.Phase = "u4", v1.MigrationFailed
+	if _, gaps := view(p, t0.Add(3*time.Second), "launcher:v2", nil, append(list, created)); len(gaps.failed) != 1 || gaps.failed[0].UID != "u4" {
+		t.Fatalf("a created migration first seen failed: %v", gaps.failed)
 	}
 }
 
@@ -178,7 +218,7 @@ func TestSettlingAfterAMigrationSucceeds(t *testing.T) {
 		{"past the TTL", t0.Add(pendingTTL + 2*time.Second), []v1.VirtualMachineInstanceMigration{old, succeeded}, nil},
 	}
 	for _, tt := range tests {
-		_, gaps := p.view(tt.now, "launcher:v2", nil, tt.listed)
+		_, gaps := view(p, tt.now, "launcher:v2", nil, tt.listed)
 		if gaps.settling[a] != tt.want[a] || gaps.settling[b] {
 			t.Fatalf("%s: settling %v, want %v", tt.name, gaps.settling, tt.want)
 		}
@@ -190,12 +230,12 @@ func TestSettlingAfterAMigrationSucceeds(t *testing.T) {
 func TestSettlingEndsWithANewTarget(t *testing.T) {
 	p := newPending()
 	a := core.Key{Namespace: "ns", Name: "a"}
-	p.view(t0, "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{migration("m1", "a", "u1", v1.MigrationRunning)})
-	_, gaps := p.view(t0.Add(time.Second), "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{migration("m1", "a", "u1", v1.MigrationSucceeded)})
+	view(p, t0, "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{migration("m1", "a", "u1", v1.MigrationRunning)})
+	_, gaps := view(p, t0.Add(time.Second), "launcher:v2", nil, []v1.VirtualMachineInstanceMigration{migration("m1", "a", "u1", v1.MigrationSucceeded)})
 	if !gaps.settling[a] {
 		t.Fatal("the VMI that just moved is not settling")
 	}
-	if _, gaps = p.view(t0.Add(2*time.Second), "launcher:v3", nil, []v1.VirtualMachineInstanceMigration{migration("m1", "a", "u1", v1.MigrationSucceeded)}); gaps.settling[a] {
+	if _, gaps = view(p, t0.Add(2*time.Second), "launcher:v3", nil, []v1.VirtualMachineInstanceMigration{migration("m1", "a", "u1", v1.MigrationSucceeded)}); gaps.settling[a] {
 		t.Fatal("the next upgrade's target waits for the last one's settling")
 	}
 }

@@ -1,6 +1,7 @@
 package workloadupdate
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,21 +19,20 @@ import (
 // which free a slot, are not delayed.
 const vmiEventWindow = 100 * time.Millisecond
 
-// vmiWindow is how long a VMI event waits to join a plan. One that can change
-// what the plan does waits vmiEventWindow. One that can change only the counts
-// waits core.CountsInterval, as long as the counts are held anyway: a VMI
-// created (it starts Pending; its move waits for the update that makes it
-// Running) or deleted (a migration of it frees its slot by its own event), any
-// event while the gate is closed, and, while nothing is outdated, an update
-// that cannot make a VMI outdated (another actor's migrations moving VMIs
+// vmiWindow is how long a VMI event waits to join a plan (old is nil for a
+// VMI created, new for one deleted). One that can change what the plan does
+// waits vmiEventWindow. One that can change only the counts waits
+// core.CountsInterval, as long as the counts are held anyway: a VMI created
+// (it starts Pending; its move waits for the update that makes it Running)
+// or deleted (a migration of it frees its slot by its own event), any event
+// while the gate is closed, and, while nothing is outdated, an update that
+// cannot make a VMI outdated (another actor's migrations moving VMIs
 // between nodes). An uninstall's ten thousand VMI deletions, or a drain's
-// VMI updates that someone else moves, are then one plan per interval, not ten
-// a second over every VMI.
-func (r *Reconciler) vmiWindow(old, new client.Object) time.Duration {
-	o, okO := old.(*v1.VirtualMachineInstance)
-	n, okN := new.(*v1.VirtualMachineInstance)
+// VMI updates that someone else moves, are then one plan per interval, not
+// ten a second over every VMI.
+func (r *Reconciler) vmiWindow(o, n *core.VMI) time.Duration {
 	switch {
-	case r.gateClosed.Load() || !okO || !okN:
+	case r.gateClosed.Load() || o == nil || n == nil:
 		return core.CountsInterval
 	case r.outdated.Load() > 0 || mayBecomeOutdated(o, n):
 		return vmiEventWindow
@@ -47,12 +47,12 @@ func (r *Reconciler) vmiWindow(old, new client.Object) time.Duration {
 // change only the counts and wait core.CountsInterval: a drain that someone
 // else runs over ten thousand VMIs is then one plan per interval, not one per
 // migration event.
-func (r *Reconciler) migrationWindow(old, new client.Object) time.Duration {
-	m, ok := new.(*v1.VirtualMachineInstanceMigration)
-	if !ok {
-		m, ok = old.(*v1.VirtualMachineInstanceMigration)
+func (r *Reconciler) migrationWindow(o, n *core.Migration) time.Duration {
+	m := n
+	if m == nil {
+		m = o
 	}
-	if !ok || core.IsWorkloadUpdate(m) || r.outdated.Load() > 0 {
+	if m == nil || m.WorkloadUpdate || r.outdated.Load() > 0 {
 		return 0
 	}
 	return core.CountsInterval
@@ -61,13 +61,10 @@ func (r *Reconciler) migrationWindow(old, new client.Object) time.Duration {
 // mayBecomeOutdated: the update changes what decides whether a VMI is to be
 // moved (its launcher, phase, deletion, choice, or a test's abortion request),
 // not only where it runs or how its migration goes.
-func mayBecomeOutdated(o, n *v1.VirtualMachineInstance) bool {
-	return o.UID != n.UID || o.Status.Phase != n.Status.Phase ||
-		o.Status.LauncherContainerImageVersion != n.Status.LauncherContainerImageVersion ||
-		!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
-		o.Labels[core.ChoiceKey] != n.Labels[core.ChoiceKey] ||
-		o.Annotations[core.ChoiceKey] != n.Annotations[core.ChoiceKey] ||
-		hasKey(o.Annotations, core.TestAbortionAnnotation) != hasKey(n.Annotations, core.TestAbortionAnnotation)
+func mayBecomeOutdated(o, n *core.VMI) bool {
+	const decides = core.Deleting | core.TestAbort | core.HasChoice
+	return o.UID != n.UID || o.Phase != n.Phase || o.Launcher != n.Launcher ||
+		o.Flags&decides != n.Flags&decides || o.Choice != n.Choice
 }
 
 // notOwnStatusWrite drops KubeVirt updates that change only what no plan reads:
@@ -119,70 +116,35 @@ func (r *Reconciler) openGatePredicate() predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(_ client.Object) bool { return !r.gateClosed.Load() })
 }
 
-// migrationPredicate drops migration events while the gate is closed, and
-// updates that change nothing a plan reads (core.PlanReadsChange).
-func (r *Reconciler) migrationPredicate() predicate.Predicate {
-	open := func() bool { return !r.gateClosed.Load() }
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return open() },
-		DeleteFunc:  func(event.DeleteEvent) bool { return open() },
-		GenericFunc: func(event.GenericEvent) bool { return open() },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, okO := e.ObjectOld.(*v1.VirtualMachineInstanceMigration)
-			n, okN := e.ObjectNew.(*v1.VirtualMachineInstanceMigration)
-			return open() && (!okO || !okN || core.PlanReadsChange(o, n))
-		},
-	}
-}
-
-// vmiPredicate drops VMI updates while the gate is closed, and updates that
-// change nothing the planner reads. A VMI created or deleted always passes:
-// it changes the outdated count the status reports while the updater waits
-// (dropped, a count taken before the VMIs appeared stayed until the gate
-// opened); they are rare beside updates, and gathered over vmiEventWindow.
-func (r *Reconciler) vmiPredicate() predicate.Predicate {
-	open := func() bool { return !r.gateClosed.Load() }
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return true },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return open() },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, okO := e.ObjectOld.(*v1.VirtualMachineInstance)
-			n, okN := e.ObjectNew.(*v1.VirtualMachineInstance)
-			return open() && (!okO || !okN || plannerInputChanged(o, n))
-		},
-	}
-}
-
-// plannerInputChanged: a field that PlanUpdate reads differs.
-func plannerInputChanged(o, n *v1.VirtualMachineInstance) bool {
-	os, ns := &o.Status, &n.Status
-	return o.UID != n.UID ||
-		!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp) ||
-		os.Phase != ns.Phase || os.NodeName != ns.NodeName ||
-		os.LauncherContainerImageVersion != ns.LauncherContainerImageVersion ||
-		!equality.Semantic.DeepEqual(os.MigrationState, ns.MigrationState) ||
-		!equality.Semantic.DeepEqual(os.ActivePods, ns.ActivePods) ||
-		!sameConditions(os.Conditions, ns.Conditions) ||
-		o.Labels[core.ChoiceKey] != n.Labels[core.ChoiceKey] ||
-		o.Annotations[core.ChoiceKey] != n.Annotations[core.ChoiceKey] ||
-		hasKey(o.Annotations, core.TestAbortionAnnotation) != hasKey(n.Annotations, core.TestAbortionAnnotation)
-}
-
-// sameConditions compares type and status only: probe times change on their own.
-func sameConditions(a, b []v1.VirtualMachineInstanceCondition) bool {
-	if len(a) != len(b) {
+// migrationPasses: a migration event that may bring a plan. Dropped while
+// the gate is closed, and updates that change nothing a plan reads
+// (core.PlanReadsChange).
+func (r *Reconciler) migrationPasses(o, n *core.Migration) bool {
+	if r.gateClosed.Load() {
 		return false
 	}
-	for i := range a {
-		if a[i].Type != b[i].Type || a[i].Status != b[i].Status {
-			return false
-		}
-	}
-	return true
+	return o == nil || n == nil || core.PlanReadsChange(o, n)
 }
 
-func hasKey(m map[string]string, k string) bool {
-	_, ok := m[k]
-	return ok
+// vmiPasses: a VMI event that may bring a plan. A VMI created or deleted
+// always passes: it changes the outdated count the status reports while the
+// updater waits (dropped, a count taken before the VMIs appeared stayed until
+// the gate opened); they are rare beside updates, and gathered over a window.
+// Updates are dropped while the gate is closed, and those that change nothing
+// the planner reads.
+func (r *Reconciler) vmiPasses(o, n *core.VMI) bool {
+	if o == nil || n == nil {
+		return true
+	}
+	return !r.gateClosed.Load() && plannerInputChanged(o, n)
+}
+
+// plannerInputChanged: a field that PlanUpdate reads differs. The compact
+// form holds nothing else but the VMI's identity, so any other difference is
+// one.
+func plannerInputChanged(o, n *core.VMI) bool {
+	return o.UID != n.UID || o.Phase != n.Phase || o.Node != n.Node || o.Launcher != n.Launcher ||
+		o.Evacuation != n.Evacuation || o.Flags != n.Flags || o.Choice != n.Choice ||
+		!equality.Semantic.DeepEqual(o.Migration, n.Migration) || !slices.Equal(o.ActivePods, n.ActivePods) ||
+		o.Placement != n.Placement
 }

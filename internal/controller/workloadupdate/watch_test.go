@@ -32,28 +32,28 @@ func TestVMIWindow(t *testing.T) {
 	deleting := with(func(n *v1.VirtualMachineInstance) { n.DeletionTimestamp = &metav1.Time{Time: t0} })
 	chosen := with(func(n *v1.VirtualMachineInstance) { n.Labels = map[string]string{core.ChoiceKey: "None"} })
 	aborted := with(func(n *v1.VirtualMachineInstance) { n.Annotations = map[string]string{core.TestAbortionAnnotation: ""} })
+	c := core.CompactVMI
 	cases := []struct {
 		name       string
 		gateClosed bool
 		outdated   int64
-		old, new   client.Object
+		old, new   *core.VMI
 		want       time.Duration
 	}{
-		{"created", false, 3, nil, vmi, core.CountsInterval},
-		{"deleted", false, 3, vmi, nil, core.CountsInterval},
-		{"deleted while the CR is being deleted (gate closed)", true, 0, vmi, nil, core.CountsInterval},
-		{"any update while the gate is closed", true, 3, vmi, relaunched, core.CountsInterval},
-		{"moved while VMIs are outdated", false, 3, vmi, moved, vmiEventWindow},
-		{"migrating while VMIs are outdated", false, 3, vmi, migrating, vmiEventWindow},
-		{"moved while nothing is outdated", false, 0, vmi, moved, core.CountsInterval},
-		{"migrating while nothing is outdated", false, 0, vmi, migrating, core.CountsInterval},
-		{"a new launcher while nothing is outdated", false, 0, vmi, relaunched, vmiEventWindow},
-		{"a phase change while nothing is outdated", false, 0, vmi, rescheduled, vmiEventWindow},
-		{"a deletion starting while nothing is outdated", false, 0, vmi, deleting, vmiEventWindow},
-		{"a choice while nothing is outdated", false, 0, vmi, chosen, vmiEventWindow},
-		{"a test's abortion while nothing is outdated", false, 0, vmi, aborted, vmiEventWindow},
-		{"a generic event", false, 3, vmi, vmi, vmiEventWindow},
-		{"not a VMI", false, 3, &v1.KubeVirt{}, &v1.KubeVirt{}, core.CountsInterval},
+		{"created", false, 3, nil, c(vmi), core.CountsInterval},
+		{"deleted", false, 3, c(vmi), nil, core.CountsInterval},
+		{"deleted while the CR is being deleted (gate closed)", true, 0, c(vmi), nil, core.CountsInterval},
+		{"any update while the gate is closed", true, 3, c(vmi), c(relaunched), core.CountsInterval},
+		{"moved while VMIs are outdated", false, 3, c(vmi), c(moved), vmiEventWindow},
+		{"migrating while VMIs are outdated", false, 3, c(vmi), c(migrating), vmiEventWindow},
+		{"moved while nothing is outdated", false, 0, c(vmi), c(moved), core.CountsInterval},
+		{"migrating while nothing is outdated", false, 0, c(vmi), c(migrating), core.CountsInterval},
+		{"a new launcher while nothing is outdated", false, 0, c(vmi), c(relaunched), vmiEventWindow},
+		{"a phase change while nothing is outdated", false, 0, c(vmi), c(rescheduled), vmiEventWindow},
+		{"a deletion starting while nothing is outdated", false, 0, c(vmi), c(deleting), vmiEventWindow},
+		{"a choice while nothing is outdated", false, 0, c(vmi), c(chosen), vmiEventWindow},
+		{"a test's abortion while nothing is outdated", false, 0, c(vmi), c(aborted), vmiEventWindow},
+		{"a generic event", false, 3, c(vmi), c(vmi), vmiEventWindow},
 	}
 	for _, c := range cases {
 		r := &Reconciler{}
@@ -73,7 +73,7 @@ func TestReconcileRemembersTheOutdatedCount(t *testing.T) {
 	moved.Status.NodeName = "b"
 	h := newHarness(t, deployedKubeVirt(v1.KubeVirtSpec{WorkloadUpdates: ours}), vmi)
 	h.reconcile()
-	if got := h.r.vmiWindow(vmi, moved); got != vmiEventWindow {
+	if got := h.r.vmiWindow(core.CompactVMI(vmi), core.CompactVMI(moved)); got != vmiEventWindow {
 		t.Errorf("with an outdated VMI a move waits %v, want %v", got, vmiEventWindow)
 	}
 	current := vmi.DeepCopy()
@@ -85,7 +85,7 @@ func TestReconcileRemembersTheOutdatedCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.reconcile()
-	if got := h.r.vmiWindow(vmi, moved); got != core.CountsInterval {
+	if got := h.r.vmiWindow(core.CompactVMI(vmi), core.CompactVMI(moved)); got != core.CountsInterval {
 		t.Errorf("with nothing outdated a move waits %v, want %v", got, core.CountsInterval)
 	}
 }
@@ -94,23 +94,22 @@ func TestReconcileRemembersTheOutdatedCount(t *testing.T) {
 // a workload-update migration, or any while VMIs are outdated. Another
 // actor's migrations while nothing is outdated wait as long as the counts.
 func TestMigrationWindow(t *testing.T) {
-	foreign := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "vms"}}
-	ours := foreign.DeepCopy()
-	ours.Annotations = map[string]string{core.WorkloadUpdateMigrationAnnotation: ""}
+	foreign := core.CompactMigration(&v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "vms"}})
+	ours := *foreign
+	ours.WorkloadUpdate = true
 	cases := []struct {
 		name     string
 		outdated int64
-		old, new client.Object
+		old, new *core.Migration
 		want     time.Duration
 	}{
-		{"ours created, nothing outdated", 0, nil, ours, 0},
-		{"ours deleted, nothing outdated", 0, ours, nil, 0},
+		{"ours created, nothing outdated", 0, nil, &ours, 0},
+		{"ours deleted, nothing outdated", 0, &ours, nil, 0},
 		{"another's created while VMIs are outdated", 2, nil, foreign, 0},
 		{"another's updated while VMIs are outdated", 2, foreign, foreign, 0},
 		{"another's created, nothing outdated", 0, nil, foreign, core.CountsInterval},
 		{"another's updated, nothing outdated", 0, foreign, foreign, core.CountsInterval},
 		{"another's deleted, nothing outdated", 0, foreign, nil, core.CountsInterval},
-		{"not a migration", 0, nil, &v1.KubeVirt{}, 0},
 	}
 	for _, c := range cases {
 		r := &Reconciler{}

@@ -92,14 +92,15 @@ func (u *upstreamUpdater) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	u.mu.Lock()
 	s.LastEvictionBatch = u.lastBatch
 	u.mu.Unlock()
-	plan := core.PlanUpdate(core.Inputs{VMIs: vmis.Items, Migrations: migs.Items, TargetLauncherImage: image,
+	plan := core.PlanUpdate(core.Inputs{VMIs: core.CompactVMIs(vmis.Items), Migrations: core.MigrationsOf(core.CompactMigrations(migs.Items)), TargetLauncherImage: image,
 		Settings: s, Now: time.Now(), Seed: rand.Uint64()})
 	if err := u.writeOutdated(ctx, kv, plan.Outdated); err != nil {
 		return reconcile.Result{}, err
 	}
 	for _, a := range plan.Abort {
 		for _, m := range a.Migrations {
-			_ = client.IgnoreNotFound(u.client.Delete(ctx, m))
+			obj := &v1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+			_ = client.IgnoreNotFound(u.client.Delete(ctx, obj))
 		}
 	}
 	for _, r := range plan.Migrate {
@@ -145,14 +146,14 @@ func (u *upstreamUpdater) writeOutdated(ctx context.Context, kv *v1.KubeVirt, n 
 }
 
 // evict evicts the VMI's active launcher pod.
-func (u *upstreamUpdater) evict(ctx context.Context, vmi *v1.VirtualMachineInstance) error {
+func (u *upstreamUpdater) evict(ctx context.Context, vmi *core.VMI) error {
 	var pods corev1.PodList
 	if err := u.client.List(ctx, &pods, client.InNamespace(vmi.Namespace), client.MatchingFields{podsByCreator: string(vmi.UID)}); err != nil {
 		return err
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if _, active := vmi.Status.ActivePods[pod.UID]; !active || pod.DeletionTimestamp != nil {
+		if !slices.Contains(vmi.ActivePods, pod.UID) || pod.DeletionTimestamp != nil {
 			continue
 		}
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"weak"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -42,7 +43,7 @@ func attachSchemas(rel *release.Release, crds []*apiextensionsv1.CustomResourceD
 			if v.Schema != nil {
 				continue
 			}
-			s, ok := schemas[crd.Spec.Names.Singular]
+			s, ok := schemas.bySingular[crd.Spec.Names.Singular]
 			if !ok {
 				return fmt.Errorf("release %s: no schema for CRD %s", rel.Line, crd.Name)
 			}
@@ -52,14 +53,25 @@ func attachSchemas(rel *release.Release, crds []*apiextensionsv1.CustomResourceD
 	return nil
 }
 
-var schemaCache sync.Map // release line → map[singular]*CustomResourceValidation
+// schemaCache holds each release line's parsed schemas while a rendering
+// uses them, weakly: the operator renders a release rarely (a new strategy's
+// check, the webhook's dry run), and the parsed schemas take megabytes the
+// rest of the time. Renderings at once share one parse.
+var schemaCache sync.Map // release line → weak.Pointer[schemaSet]
 
-// releaseSchemas reads the release's generated CRDs once: the schema of each
+type schemaSet struct {
+	bySingular map[string]*apiextensionsv1.CustomResourceValidation
+}
+
+// releaseSchemas reads the release's generated CRDs: the schema of each
 // kind's (only) version, with backticks in descriptions turned into quotes as
-// upstream's generator turns them.
-func releaseSchemas(rel *release.Release) (map[string]*apiextensionsv1.CustomResourceValidation, error) {
+// upstream's generator turns them. The caller holds the returned set while
+// it uses it.
+func releaseSchemas(rel *release.Release) (*schemaSet, error) {
 	if cached, ok := schemaCache.Load(rel.Line); ok {
-		return cached.(map[string]*apiextensionsv1.CustomResourceValidation), nil
+		if set := cached.(weak.Pointer[schemaSet]).Value(); set != nil {
+			return set, nil
+		}
 	}
 	files, err := rel.Files("schemas")
 	if err != nil {
@@ -82,8 +94,9 @@ func releaseSchemas(rel *release.Release) (map[string]*apiextensionsv1.CustomRes
 		sanitize(s.OpenAPIV3Schema)
 		out[crd.Spec.Names.Singular] = s
 	}
-	schemaCache.Store(rel.Line, out)
-	return out, nil
+	set := &schemaSet{bySingular: out}
+	schemaCache.Store(rel.Line, weak.Make(set))
+	return set, nil
 }
 
 // sanitize replaces backticks in the descriptions of the schema, its properties

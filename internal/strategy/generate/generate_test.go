@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -291,4 +293,17 @@ func TestConfigEffects(t *testing.T) {
 			tc.check(t, mustGenerate(t, Input{Config: config(t, tc.env, edits...), MonitorNamespace: tc.monitor}))
 		})
 	}
+}
+
+// The parsed schemas are held while a rendering uses them, not after: the
+// operator renders rarely, and they take megabytes.
+func TestSchemasNotHeldAfterRendering(t *testing.T) {
+	mustGenerate(t, Input{Config: config(t, nil)})
+	runtime.GC()
+	schemaCache.Range(func(line, held any) bool {
+		if held.(weak.Pointer[schemaSet]).Value() != nil {
+			t.Errorf("release %s: its parsed schemas are still held after the rendering", line)
+		}
+		return true
+	})
 }

@@ -178,3 +178,30 @@ func TestJobName(t *testing.T) {
 		seen[n] = true
 	}
 }
+
+// A decoded strategy is dropped once unused for keepDecoded (the sweep runs
+// on a timer; the test calls it with the time): at rest the operator holds
+// its strategies as their ConfigMaps do. One still in use within the time
+// is kept.
+func TestDecodedStrategyDroppedWhenUnused(t *testing.T) {
+	var c decodeCache
+	defer c.sweep(t0.Add(time.Hour)) // stops the timer
+	a, b := &strategy.Strategy{}, &strategy.Strategy{}
+	c.put("a", a, t0)
+	c.put("b", b, t0.Add(30*time.Second))
+	if c.get("a", t0.Add(40*time.Second)) != a {
+		t.Fatal("a strategy in use was not held")
+	}
+	c.sweep(t0.Add(80 * time.Second)) // b unused for 50 s, a for 40 s
+	if c.held() != 2 {
+		t.Fatalf("%d held, want both: neither was unused for %s", c.held(), keepDecoded)
+	}
+	c.sweep(t0.Add(95 * time.Second)) // b unused for 65 s
+	if c.held() != 1 || c.get("b", t0.Add(95*time.Second)) != nil || c.get("a", t0.Add(95*time.Second)) != a {
+		t.Fatal("the strategy unused past the time was kept, or the other dropped")
+	}
+	c.sweep(t0.Add(95*time.Second + keepDecoded))
+	if c.held() != 0 || c.sweeping != nil {
+		t.Fatalf("%d held (timer %v) once nothing was used for %s", c.held(), c.sweeping != nil, keepDecoded)
+	}
+}
