@@ -3,11 +3,8 @@ package install_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -213,53 +210,6 @@ func statusJSON(kv *v1.KubeVirt) string {
 	st.Generations = nil // long, and never the reason for a wait
 	out, _ := json.MarshalIndent(st, "", "  ")
 	return string(out)
-}
-
-// kubeVirtDiff names what differs between two versions of the KubeVirt CR,
-// managed fields and generations included, for a failure message.
-func kubeVirtDiff(a, b *v1.KubeVirt) string {
-	flat := func(kv *v1.KubeVirt) map[string]string {
-		out := map[string]string{}
-		var walk func(prefix string, v any)
-		walk = func(prefix string, v any) {
-			switch t := v.(type) {
-			case map[string]any:
-				for k, e := range t {
-					walk(prefix+"."+k, e)
-				}
-			case []any:
-				for i, e := range t {
-					walk(fmt.Sprintf("%s[%d]", prefix, i), e)
-				}
-			default:
-				raw, _ := json.Marshal(t)
-				out[prefix] = string(raw)
-			}
-		}
-		raw, _ := json.Marshal(kv)
-		var m map[string]any
-		_ = json.Unmarshal(raw, &m)
-		walk("", m)
-		return out
-	}
-	fa, fb := flat(a), flat(b)
-	var diffs []string
-	for k, va := range fa {
-		if vb := fb[k]; vb != va && k != ".metadata.resourceVersion" {
-			what := ""
-			if i := strings.LastIndex(k, "]."); i > 0 { // name the list entry
-				what = " (" + fa[k[:i+1]+".resource"] + " " + fa[k[:i+1]+".name"] + ")"
-			}
-			diffs = append(diffs, fmt.Sprintf("%s%s: %s → %s", k, what, va, vb))
-		}
-	}
-	for k, vb := range fb {
-		if _, ok := fa[k]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: (none) → %s", k, vb))
-		}
-	}
-	sort.Strings(diffs)
-	return strings.Join(diffs, "\n")
 }
 
 func (e *env) waitAvailable(timeout time.Duration) *v1.KubeVirt {
