@@ -86,6 +86,13 @@ func (ap *Applier) do(ctx context.Context, a Action) (client.Object, error) {
 		if _, ok := a.Object.(*appsv1.DaemonSet); ok && ap.DaemonSets != nil {
 			return ap.DaemonSets.Write(ctx, a)
 		}
+		if a.Op == OpUpdate && leavesOutWebhooks(a.Object, a.Live) {
+			u, err := applyBody(a.Object, ap.Client.Scheme())
+			if err != nil {
+				return nil, err
+			}
+			return ap.replaceWebhooks(ctx, u, a.Live)
+		}
 		return ap.ServerSideApply(ctx, a.Object)
 	}
 	return nil, fmt.Errorf("unknown action %q", a.Op)

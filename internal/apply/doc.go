@@ -50,7 +50,11 @@
 //
 // Creates are SSA too, so one manager owns the object from its birth. A Service
 // whose type or clusterIP must change is deleted and created again (Recreate):
-// those fields are immutable or allocator-owned.
+// those fields are immutable or allocator-owned. Two writes are not applies:
+// an object SSA cannot express (repeatedKeys) is replaced by an Update, and a
+// webhook configuration that drops a webhook is a merge patch of the list, as
+// SSA would keep the webhook while the certificate controller owns
+// its caBundle (replaceWebhooks).
 //
 // The virt-handler DaemonSet write goes through Applier.DaemonSets when it is set,
 // so a canary rollout can take it over without touching the rest.

@@ -107,7 +107,8 @@ func (r *Recorder) record(regarding, related runtime.Object, annotations map[str
 		r.log.Error(err, "not recording an Event about an object without a reference", "reason", reason, "note", note)
 		return
 	}
-	k := key{eventType: eventtype, reason: reason, action: action, regarding: identity(*ref)}
+	note = truncate(note, noteLimit)
+	k := key{eventType: eventtype, reason: reason, action: action, note: note, regarding: identity(*ref)}
 	var relatedRef *corev1.ObjectReference
 	if related != nil {
 		if relatedRef, err = reference.GetReference(r.scheme, related); err == nil {
@@ -135,7 +136,7 @@ func (r *Recorder) record(regarding, related runtime.Object, annotations map[str
 				Reason:              reason,
 				Regarding:           *ref,
 				Related:             relatedRef,
-				Note:                truncate(note, noteLimit),
+				Note:                note,
 				Type:                eventtype,
 			}
 		}

@@ -120,6 +120,27 @@ func TestRecorderCountsRepeatsAboutAChangingObject(t *testing.T) {
 	}
 }
 
+// A repeat that says something new is an Event of its own: a series keeps its
+// first note, so a second crashed pod counted on the first one's Event would
+// be invisible (the canary test's FailedUpdate naming the pod it failed on).
+func TestRecorderKeepsADifferentNoteApart(t *testing.T) {
+	h := newHarness(t)
+	kv := pod("kv")
+	for i, note := range []string{"pod virt-handler-a crashed", "pod virt-handler-b crashed"} {
+		kv.ResourceVersion = fmt.Sprint(i + 1)
+		h.clock.SetTime(t0.Add(time.Duration(i) * time.Second))
+		h.r.Eventf(kv, nil, corev1.EventTypeWarning, "FailedUpdate", "Update", "%s", note)
+		h.drain()
+	}
+	evs := h.events()
+	if len(evs) != 2 || evs[0].Series != nil || evs[1].Series != nil {
+		t.Fatalf("Events %+v, want two without a series", evs)
+	}
+	if notes := evs[0].Note + "|" + evs[1].Note; !strings.Contains(notes, "virt-handler-a") || !strings.Contains(notes, "virt-handler-b") {
+		t.Errorf("notes %q, want both pods named", notes)
+	}
+}
+
 func TestRecorderBoundsWhatItHolds(t *testing.T) {
 	h := newHarness(t)
 	for i := range QueueLength + 44 {

@@ -7,12 +7,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// key identifies isomorphic Events, as client-go's events broadcaster does:
-// the same type, reason and action about the same objects from the same
-// reporter are one series, whatever their notes say.
+// key identifies the repeats of one Event: the same type, reason, action and
+// note about the same objects from the same reporter. client-go's broadcaster
+// leaves the note out but keys on the objects' resourceVersions, which made
+// most repeats distinct anyway; here the objects are keyed by identity (see
+// identity), so the note is in the key: a series shows its first note, and a
+// new one (another pod crashed) must not hide under an old Event's count.
 type key struct {
-	eventType, reason, action string
-	regarding, related        corev1.ObjectReference
+	eventType, reason, action, note string
+	regarding, related              corev1.ObjectReference
 }
 
 // write is one API write the series table decided on: the Event's creation,
