@@ -243,7 +243,7 @@ func write(w io.Writer, r *refs) error {
 	}
 	for _, ns := range r.foreign.namespaces() {
 		for _, res := range r.foreign.sorted(ns) {
-			fmt.Fprintf(&b, "// +kubebuilder:rbac:groups=%s,namespace=%s,resources=%s,verbs=get;list;create;patch;delete\n", groupOf(res), ns, res)
+			fmt.Fprintf(&b, "// +kubebuilder:rbac:groups=%s,namespace=%s,resources=%s,verbs=%s\n", groupOf(res), ns, res, foreignVerbs(res))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -287,4 +287,14 @@ func union(a, b []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// foreignVerbs are the verbs on a strategy's objects outside the operator's
+// namespace. Roles and RoleBindings are read from the cache in every
+// namespace (internal/operator's list and watch), so they need no get.
+func foreignVerbs(resource string) string {
+	if groupOf(resource) == "rbac.authorization.k8s.io" {
+		return "list;create;patch;delete"
+	}
+	return "get;list;create;patch;delete"
 }

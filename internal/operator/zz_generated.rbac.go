@@ -25,4 +25,4 @@ package operator
 // +kubebuilder:rbac:groups=snapshot.kubevirt.io,resources=virtualmachinerestores;virtualmachinesnapshotcontents;virtualmachinesnapshots,verbs=list
 // +kubebuilder:rbac:groups=template.kubevirt.io,resources=virtualmachinetemplaterequests;virtualmachinetemplates,verbs=list
 // +kubebuilder:rbac:groups=export.kubevirt.io,resources=virtualmachineexports,verbs=get;update
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kube-system,resources=rolebindings,verbs=get;list;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kube-system,resources=rolebindings,verbs=list;create;patch;delete
