@@ -95,7 +95,6 @@ func (ap *Applier) replaceWebhooks(ctx context.Context, u *unstructured.Unstruct
 		}
 		webhooks = append(webhooks, wh)
 	}
-	u.Object["webhooks"] = webhooks
 	body, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": live.GetResourceVersion(), "labels": u.GetLabels(), "annotations": u.GetAnnotations()},
 		"webhooks": webhooks,

@@ -28,16 +28,8 @@ import (
 // it there and no longer applies it), and the two would take turns for ever.
 func TestCABundleStaysInEveryWebhook(t *testing.T) {
 	ctx := context.Background()
-	ns := createNamespace(t, ctx, "certs")
-	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"}, Spec: v1.KubeVirtSpec{ImageTag: "v1.9.0"}}
-	if err := k8s.Create(ctx, kv); err != nil {
-		t.Fatal(err)
-	}
-	hook := func(name string) admissionregistrationv1.ValidatingWebhook {
-		return admissionregistrationv1.ValidatingWebhook{Name: name, SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "virt-api"}}}
-	}
+	ns, kv := certificatesNamespace(t)
+	hook := func(name string) admissionregistrationv1.ValidatingWebhook { return serviceWebhook(ns, name) }
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bundle-test-" + ns,
 		Labels: map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{hook("a.kubevirt.io"), hook("b.kubevirt.io")}}
@@ -89,16 +81,8 @@ func TestCABundleStaysInEveryWebhook(t *testing.T) {
 // the configuration instead; the webhook it keeps keeps its bundle.
 func TestWebhookLeftOutByARollbackGoes(t *testing.T) {
 	ctx := context.Background()
-	ns := createNamespace(t, ctx, "certs")
-	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"}, Spec: v1.KubeVirtSpec{ImageTag: "v1.9.0"}}
-	if err := k8s.Create(ctx, kv); err != nil {
-		t.Fatal(err)
-	}
-	hook := func(name string) admissionregistrationv1.ValidatingWebhook {
-		return admissionregistrationv1.ValidatingWebhook{Name: name, SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "virt-api"}}}
-	}
+	ns, kv := certificatesNamespace(t)
+	hook := func(name string) admissionregistrationv1.ValidatingWebhook { return serviceWebhook(ns, name) }
 	config := func(hooks ...string) *admissionregistrationv1.ValidatingWebhookConfiguration {
 		c := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "rollback-test-" + ns,
 			Labels: map[string]string{metadata.ManagedByLabel: metadata.ManagedByValue}}}
@@ -161,6 +145,25 @@ func TestWebhookLeftOutByARollbackGoes(t *testing.T) {
 		t.Fatalf("at rest: %d webhooks, generation %d (was %d), bundle kept %v", len(final.Webhooks), final.Generation, after.Generation,
 			string(final.Webhooks[0].ClientConfig.CABundle) == bundle)
 	}
+}
+
+// certificatesNamespace is a fresh namespace holding a KubeVirt CR.
+func certificatesNamespace(t *testing.T) (string, *v1.KubeVirt) {
+	ctx := context.Background()
+	ns := createNamespace(t, ctx, "certs")
+	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt"}, Spec: v1.KubeVirtSpec{ImageTag: "v1.9.0"}}
+	if err := k8s.Create(ctx, kv); err != nil {
+		t.Fatal(err)
+	}
+	return ns, kv
+}
+
+// serviceWebhook is a webhook served by virt-api's Service in ns, without a
+// caBundle (the certificate controller writes it).
+func serviceWebhook(ns, name string) admissionregistrationv1.ValidatingWebhook {
+	return admissionregistrationv1.ValidatingWebhook{Name: name, SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
+		AdmissionReviewVersions: []string{"v1"},
+		ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: "virt-api"}}}
 }
 
 // certificatePass returns one reconcile of a certificate controller that
