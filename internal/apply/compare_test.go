@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -29,6 +31,16 @@ func TestDriftIgnoresOtherManagersAdditions(t *testing.T) {
 	secret := func(data map[string][]byte) *corev1.Secret {
 		return &corev1.Secret{Data: data}
 	}
+	apiService := func(bundle string, port int32) *apiregistrationv1.APIService {
+		a := &apiregistrationv1.APIService{Spec: apiregistrationv1.APIServiceSpec{
+			Group: "subresources.kubevirt.io", Version: "v1", GroupPriorityMinimum: 1000, VersionPriority: 15,
+			Service: &apiregistrationv1.ServiceReference{Namespace: "kubevirt", Name: "virt-api", Port: ptr.To(port)},
+		}}
+		if bundle != "" {
+			a.Spec.CABundle = []byte(bundle)
+		}
+		return a
+	}
 	for _, tc := range []struct {
 		name          string
 		desired, live client.Object
@@ -46,6 +58,9 @@ func TestDriftIgnoresOtherManagersAdditions(t *testing.T) {
 		{"our ConfigMap key changed", cm(map[string]string{"a": "1"}), cm(map[string]string{"a": "2"}), "data edited"},
 		{"a Secret key added", secret(map[string][]byte{"a": []byte("1")}), secret(map[string][]byte{"a": []byte("1"), "b": nil}), ""},
 		{"our Secret key changed", secret(map[string][]byte{"a": []byte("1")}), secret(map[string][]byte{"a": []byte("2")}), "data edited"},
+		{"the certificates controller's bundle on an APIService", apiService("", 443), apiService("CA", 443), ""},
+		{"an APIService's port changed beside the bundle", apiService("", 443), apiService("CA", 8443), "spec edited"},
+		{"an APIService bundle of ours edited", apiService("ours", 443), apiService("theirs", 443), "spec edited"},
 	} {
 		if got := ownedFieldsDrift(tc.desired, tc.live); got != tc.want {
 			t.Errorf("%s: drift %q, want %q", tc.name, got, tc.want)
