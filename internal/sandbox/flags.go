@@ -18,6 +18,9 @@ type layout struct {
 	AuditUsers                        []string
 	// Webhooks: the API server calls admission webhooks (see Options.Webhooks).
 	Webhooks bool
+	// Uncompressed: the API server never gzips a response (see
+	// Options.UncompressedResponses).
+	Uncompressed bool
 }
 
 func newLayout(dir string, ports []int, auditLog string) layout {
@@ -91,6 +94,9 @@ func apiserverArgs(l layout) []string {
 		// Deleting a CRD or a namespace deletes its objects one by one, by
 		// default one at a time: an uninstall with thousands of VMs waits on it.
 		"--delete-collection-workers=8",
+	}
+	if l.Uncompressed {
+		args = append(args, "--feature-gates=APIResponseCompression=false")
 	}
 	if l.AuditLog != "" {
 		args = append(args,

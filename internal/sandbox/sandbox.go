@@ -30,7 +30,12 @@ type Options struct {
 	// AuditUsers, when set, limits the audit log to these users' requests (at
 	// 10,000 VMIs everyone else's would be most of the API server's work).
 	AuditUsers []string
-	Log        io.Writer // progress lines; nil = discard
+	// UncompressedResponses keeps the API server from gzipping large
+	// responses, which every cluster does by default: the sandbox's clients
+	// are all on loopback, where compression only costs CPU (a tenth of the
+	// API server's in the e2e suite's canary test, most of it lists).
+	UncompressedResponses bool
+	Log                   io.Writer // progress lines; nil = discard
 
 	// SandboxBinary is the virt-sandbox binary that runs the sandbox's own
 	// background processes: the runner of host-executed pods (`virt-sandbox
@@ -161,7 +166,7 @@ func (s *Sandbox) up(ctx context.Context, o Options, binDir string) error {
 		}
 	}
 	l := newLayout(s.Dir, ports, auditLog)
-	l.AuditUsers, l.Webhooks = o.AuditUsers, o.Webhooks
+	l.AuditUsers, l.Webhooks, l.Uncompressed = o.AuditUsers, o.Webhooks, o.UncompressedResponses
 	s.layout = l
 	bins, err := installBinaries(s.Dir, o)
 	if err != nil {

@@ -118,6 +118,14 @@ func TestFlags(t *testing.T) {
 	if strings.Contains(strings.Join(api, " "), "--audit") {
 		t.Error("audit flags without an audit log")
 	}
+	if strings.Contains(strings.Join(api, " "), "APIResponseCompression") {
+		t.Error("responses uncompressed though not asked: a benchmark's API server would not be a real one's")
+	}
+	l.Uncompressed = true
+	if !hasArg(apiserverArgs(l), "--feature-gates=APIResponseCompression=false") {
+		t.Error("an uncompressed sandbox's API server still gzips its responses")
+	}
+	l.Uncompressed = false
 	audited := apiserverArgs(newLayout("/sb", []int{1, 2, 3}, "/logs/audit.log"))
 	for _, want := range []string{"--audit-log-path=/logs/audit.log", "--audit-policy-file=/sb/audit-policy.yaml"} {
 		if !hasArg(audited, want) {

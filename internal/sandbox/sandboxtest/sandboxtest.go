@@ -21,13 +21,18 @@ const startTimeout = 4 * time.Minute
 // Start brings up a sandbox with nodes kwok nodes in a fresh temporary directory and
 // stops it when the test ends. CRDDir defaults to <repo>/config/crd/bases; opts may
 // change any option. Missing cluster binaries fail the test with how to build them.
+// A test's API server sends its responses uncompressed (CPU the suite's wall time
+// pays for, and no test's point); a benchmark's compresses them, as a real
+// cluster's does, so that what it measures is what a cluster costs.
 func Start(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *sandbox.Sandbox {
 	t.Helper()
+	_, bench := t.(*testing.B)
 	o := sandbox.Options{
-		Dir:    t.TempDir(),
-		Nodes:  nodes,
-		CRDDir: filepath.Join(RepoRoot(), "config", "crd", "bases"),
-		Log:    t.Output(),
+		Dir:                   t.TempDir(),
+		Nodes:                 nodes,
+		CRDDir:                filepath.Join(RepoRoot(), "config", "crd", "bases"),
+		Log:                   t.Output(),
+		UncompressedResponses: !bench,
 	}
 	for _, opt := range opts {
 		opt(&o)

@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -19,8 +22,12 @@ import (
 	"github.com/virt-operator/virt-operator/internal/rollout"
 )
 
-// handlerWatch records, by polling fast, which nodes ever ran a virt-handler
-// pod with a given image suffix and when the first such pod was Ready.
+// handlerWatch records, from watches of virt-handler's pods and DaemonSet,
+// which nodes ever ran a virt-handler pod with a given image suffix and when
+// the first such pod was Ready. Every change is seen, however short-lived
+// (a poll could miss one), and at rest the watch reads nothing: the poll it
+// replaces, twenty lists a second until the test ended, was half of a canary
+// test's API requests.
 type handlerWatch struct {
 	mu         sync.Mutex
 	nodes      map[string]bool
@@ -30,51 +37,108 @@ type handlerWatch struct {
 	updatedBeforeCanaryReady int
 	// updatedBeforeFastStep is the most pods seen on the new version while the
 	// DaemonSet had not yet been widened past maxUnavailable 1 (OnDelete or 1):
-	// what the rollout let through before it switched to the fast step.
+	// what the rollout let through before it switched to the fast step. The
+	// widening reaches the DaemonSet's watch before any pod it lets through
+	// exists (the DaemonSet controller acts on the same change), so a pod of
+	// the fast step is not counted here.
 	updatedBeforeFastStep int
 	widened               bool
 	strategies            []string
 }
 
+// watchHandler starts recording the rollout of virt-handler pods whose image
+// ends in suffix; it returns once the watches have the current state, and
+// they end with ctx or the test.
 func (e *env) watchHandler(ctx context.Context, suffix string) *handlerWatch {
+	e.t.Helper()
 	w := &handlerWatch{nodes: map[string]bool{}}
-	go func() {
-		_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			pods := &corev1.PodList{}
-			if err := e.c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{metadata.AppLabel: "virt-handler"}); err != nil {
-				return false, nil
+	e.onHandlerChange(ctx, func(ds *appsv1.DaemonSet, pods []*corev1.Pod) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if ds != nil {
+			s := rollout.StrategyString(ds.Spec.UpdateStrategy)
+			if n := len(w.strategies); n == 0 || w.strategies[n-1] != s {
+				w.strategies = append(w.strategies, s)
 			}
-			ds, err := e.tryDaemonSet(ctx, "virt-handler")
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			if err == nil {
-				s := rollout.StrategyString(ds.Spec.UpdateStrategy)
-				if n := len(w.strategies); n == 0 || w.strategies[n-1] != s {
-					w.strategies = append(w.strategies, s)
-				}
-				w.widened = w.widened || (s != "OnDelete" && s != "maxUnavailable 1")
+			w.widened = w.widened || (s != "OnDelete" && s != "maxUnavailable 1")
+		}
+		updated := 0
+		for _, p := range pods {
+			if !strings.HasSuffix(p.Spec.Containers[0].Image, suffix) || p.Spec.NodeName == "" {
+				continue
 			}
-			updated := 0
-			for _, p := range pods.Items {
-				if !strings.HasSuffix(p.Spec.Containers[0].Image, suffix) || p.Spec.NodeName == "" {
-					continue
-				}
-				updated++
-				w.nodes[p.Spec.NodeName] = true
-				if w.firstReady.IsZero() && metadata.PodIsReady(&p) {
-					w.firstReady = time.Now()
-				}
+			updated++
+			w.nodes[p.Spec.NodeName] = true
+			if w.firstReady.IsZero() && metadata.PodIsReady(p) {
+				w.firstReady = time.Now()
 			}
-			if w.firstReady.IsZero() && updated > w.updatedBeforeCanaryReady {
-				w.updatedBeforeCanaryReady = updated
-			}
-			if !w.widened && updated > w.updatedBeforeFastStep {
-				w.updatedBeforeFastStep = updated
-			}
-			return false, nil
-		})
-	}()
+		}
+		if w.firstReady.IsZero() && updated > w.updatedBeforeCanaryReady {
+			w.updatedBeforeCanaryReady = updated
+		}
+		if !w.widened && updated > w.updatedBeforeFastStep {
+			w.updatedBeforeFastStep = updated
+		}
+	})
 	return w
+}
+
+// onHandlerChange calls seen with virt-handler's DaemonSet (nil while there is
+// none) and pods, from watches of both: once with the state at the call, then
+// after every change of either, one call at a time. It returns once the
+// watches have the current state, and a stop that ends them (as do ctx and
+// the end of the test).
+func (e *env) onHandlerChange(ctx context.Context, seen func(*appsv1.DaemonSet, []*corev1.Pod)) (stop func()) {
+	e.t.Helper()
+	cs, err := kubernetes.NewForConfig(e.sb.RESTConfig())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var (
+		mu         sync.Mutex
+		pods, sets toolscache.Store
+	)
+	call := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		var ds *appsv1.DaemonSet
+		if obj, ok, _ := sets.GetByKey(namespace + "/virt-handler"); ok {
+			ds = obj.(*appsv1.DaemonSet)
+		}
+		var ps []*corev1.Pod
+		for _, obj := range pods.List() {
+			ps = append(ps, obj.(*corev1.Pod))
+		}
+		seen(ds, ps)
+	}
+	onChange := toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { call() }, UpdateFunc: func(_, _ any) { call() }, DeleteFunc: func(any) { call() },
+	}
+	var podInformer, setInformer toolscache.Controller
+	pods, podInformer = toolscache.NewInformerWithOptions(toolscache.InformerOptions{
+		ListerWatcher: toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", namespace, func(o *metav1.ListOptions) {
+			o.LabelSelector = metadata.AppLabel + "=virt-handler"
+		}),
+		ObjectType: &corev1.Pod{}, Handler: onChange,
+	})
+	sets, setInformer = toolscache.NewInformerWithOptions(toolscache.InformerOptions{
+		ListerWatcher: toolscache.NewFilteredListWatchFromClient(cs.AppsV1().RESTClient(), "daemonsets", namespace, func(o *metav1.ListOptions) {
+			o.FieldSelector = "metadata.name=virt-handler"
+		}),
+		ObjectType: &appsv1.DaemonSet{}, Handler: onChange,
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	var running sync.WaitGroup
+	for _, informer := range []toolscache.Controller{podInformer, setInformer} {
+		running.Go(func() { informer.RunWithContext(ctx) })
+	}
+	stop = func() { cancel(); running.Wait() }
+	e.t.Cleanup(stop)
+	if !toolscache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, setInformer.HasSynced) {
+		e.t.Fatal("the virt-handler watches did not sync")
+	}
+	call()
+	return stop
 }
 
 // failedUpdateSince is the note of a Warning FailedUpdate Event created after
@@ -409,45 +473,31 @@ func (e *env) tlsCarryOver(t *testing.T, imageTag string) {
 // cleanupWatch records the virt-handler update strategies seen while the
 // DaemonSet's template no longer has a carried-over setting and a pod still does.
 type cleanupWatch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	seen   []string
+	stopWatching func()
+	mu           sync.Mutex
+	seen         []string
 }
 
 func (e *env) watchCleanup(t *testing.T, carried func(args []string) bool) *cleanupWatch {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &cleanupWatch{cancel: cancel, done: make(chan struct{})}
-	t.Cleanup(cancel)
-	go func() {
-		defer close(w.done)
-		_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			if s, cleaning := e.cleanupStrategy(ctx, carried); cleaning && !slices.Contains(w.seen, s) {
-				w.seen = append(w.seen, s)
-			}
-			return false, nil
-		})
-	}()
+	w := &cleanupWatch{}
+	w.stopWatching = e.onHandlerChange(t.Context(), func(ds *appsv1.DaemonSet, pods []*corev1.Pod) {
+		if ds == nil || carried(ds.Spec.Template.Spec.Containers[0].Args) {
+			return
+		}
+		cleaning := slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return p.DeletionTimestamp == nil && carried(p.Spec.Containers[0].Args) })
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if s := rollout.StrategyString(ds.Spec.UpdateStrategy); cleaning && !slices.Contains(w.seen, s) {
+			w.seen = append(w.seen, s)
+		}
+	})
 	return w
 }
 
-// cleanupStrategy is the virt-handler update strategy, and whether a clean-up
-// runs: the template lacks the carried setting and a pod still has it.
-func (e *env) cleanupStrategy(ctx context.Context, carried func(args []string) bool) (string, bool) {
-	ds, err := e.tryDaemonSet(ctx, "virt-handler")
-	if err != nil || carried(ds.Spec.Template.Spec.Containers[0].Args) {
-		return "", false
-	}
-	pods := &corev1.PodList{}
-	if err := e.c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{metadata.AppLabel: "virt-handler"}); err != nil {
-		return "", false
-	}
-	cleaning := slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp == nil && carried(p.Spec.Containers[0].Args) })
-	return rollout.StrategyString(ds.Spec.UpdateStrategy), cleaning
-}
-
 func (w *cleanupWatch) stop() []string {
-	w.cancel()
-	<-w.done
+	w.stopWatching()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.seen
 }
 

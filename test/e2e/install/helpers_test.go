@@ -383,8 +383,3 @@ func (e *env) daemonSet(name string) *appsv1.DaemonSet {
 	}
 	return ds
 }
-
-func (e *env) tryDaemonSet(ctx context.Context, name string) (*appsv1.DaemonSet, error) {
-	ds := &appsv1.DaemonSet{}
-	return ds, e.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ds)
-}
