@@ -31,7 +31,11 @@ func (p *operatorProcess) start() {
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--webhook-bind-address", sandboxtest.FreeAddr(p.t),
 		"--leader-elect"}, p.args...)
 	p.cmd = exec.Command(sandboxtest.OperatorBinary(p.t), args...)
-	p.cmd.Env = append(os.Environ(), "VIRT_OPERATOR_IMAGE="+operatorImage)
+	env, err := shippedOperatorEnv(os.Environ())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmd.Env = append(env, "VIRT_OPERATOR_IMAGE="+operatorImage)
 	if path := os.Getenv("E2E_OPERATOR_LOG"); path != "" { // its logs, to read a timing afterwards
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
