@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,11 +77,12 @@ func newUpgradeEnvFrom(t *testing.T, imageTag string, spec func(*v1.KubeVirtSpec
 	if target, err := deployid.FromKubeVirt(wanted, operatorEnv); err == nil && !strings.HasSuffix(target.KubeVirtVersion, ".O") && target.ID != observed.cfg.ID {
 		objs = append(objs, strategyFor(t, wanted).cm)
 	}
-	e.c = fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&v1.KubeVirt{}).
+	scheme := testScheme(t)
+	e.c = buildFastReads(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1.KubeVirt{}).
 		WithIndex(&corev1.Event{}, "involvedObject.uid", func(o client.Object) []string {
 			return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
-		}).
-		WithInterceptorFuncs(interceptor.Funcs{Patch: e.recordPatch, Apply: e.recordApply, Create: e.recordCreate, Update: e.recordUpdate}).Build()
+		}), scheme,
+		&interceptor.Funcs{Patch: e.recordPatch, Apply: e.recordApply, Create: e.recordCreate, Update: e.recordUpdate})
 	recorder := events.NewFakeRecorder(10000)
 	wants := certificates.NewWants()
 	e.r = &Reconciler{Client: e.c, APIReader: e.c, Namespace: "kubevirt", Env: operatorEnv, ServiceAccount: "virt-operator",
@@ -111,6 +113,9 @@ func strategyFor(t *testing.T, kv *v1.KubeVirt) cachedStrategy {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cm, ok := encodedStrategies.Load(cfg.ID); ok {
+		return cachedStrategy{cm: cm.(*corev1.ConfigMap).DeepCopy(), cfg: cfg}
+	}
 	s, err := generate.Generate(generate.Input{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -120,8 +125,14 @@ func strategyFor(t *testing.T, kv *v1.KubeVirt) cachedStrategy {
 		t.Fatal(err)
 	}
 	cm.Name = "kubevirt-install-strategy-" + cfg.ID[:8]
+	encodedStrategies.Store(cfg.ID, cm.DeepCopy())
 	return cachedStrategy{cm: cm, cfg: cfg}
 }
+
+// encodedStrategies are strategyFor's ConfigMaps by deployment ID: the
+// package's tests start from the same few releases, and rendering one is
+// half a second.
+var encodedStrategies sync.Map
 
 func (e *upgradeEnv) recordPatch(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	if err := e.record(apply.RefOf(obj).Kind, obj.GetNamespace(), obj.GetName()); err != nil {

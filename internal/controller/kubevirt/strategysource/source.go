@@ -279,11 +279,19 @@ func (s *Source) refuse(ctx context.Context, res *Result, cm *corev1.ConfigMap, 
 // for the live monitoring answer. A ConfigMap that cannot be decoded does not
 // match.
 func (s *Source) matchesRender(cm *corev1.ConfigMap, cfg *deployid.Config, liveNS string) (bool, error) {
+	key := renderKeyOf(cm, cfg, liveNS)
+	if same, ok := rendered.get(key); ok {
+		return same, nil
+	}
 	decoded, err := s.decode(cm)
 	if err != nil {
 		return false, nil //nolint:nilerr // a ConfigMap that cannot be decoded is no rendering of ours: refused, not a failure
 	}
-	return renderedEqual(decoded, cfg, liveNS)
+	same, err := renderedEqual(decoded, cfg, liveNS)
+	if err == nil {
+		rendered.put(key, same)
+	}
+	return same, err
 }
 
 // observedConfig is the observed deployment's config while it differs from
