@@ -13,9 +13,10 @@ import (
 	"github.com/virt-operator/virt-operator/internal/strategy/generate"
 )
 
-// A remembered verdict answers only for the same manifests, config and
-// monitoring namespace: a ConfigMap changed after it matched, or the same
-// ConfigMap asked for another monitoring namespace, is compared anew.
+// A remembered verdict answers only for the same manifests, encoding, config
+// and monitoring namespace: a ConfigMap changed after it matched, the same
+// ConfigMap asked for another monitoring namespace, or its manifests under
+// another encoding, are compared anew.
 func TestRenderVerdictsNeverOutliveWhatTheyCompared(t *testing.T) {
 	kv := &v1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "kubevirt"}, Spec: v1.KubeVirtSpec{ImageTag: "v1.9.0"}}
 	cfg, err := deployid.FromKubeVirt(kv, deployid.MapEnv{"VIRT_OPERATOR_IMAGE": "quay.io/kubevirt/virt-operator:v1.9.0"})
