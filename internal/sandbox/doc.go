@@ -50,7 +50,8 @@
 //     collector was half of an e2e test's CPU at Go's default (kube-apiserver churns
 //     through the KubeVirt CRDs' schemas on every CRD write), and a throw-away
 //     cluster on two cores wants the CPU more than the memory. The operator itself
-//     (make run, the host-executed strategy Jobs) keeps its own setting.
+//     (make run, the host-executed strategy Jobs) keeps its own setting, unless
+//     Options.HostExecGOGC gives the host-executed programs one (tests do).
 //   - etcd runs with --unsafe-no-fsync: the data is thrown away with the sandbox and
 //     fsync latency on a shared disk would slow every write.
 //

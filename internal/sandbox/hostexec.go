@@ -106,6 +106,7 @@ type hostExec struct {
 	images    map[string]string
 	stages    []byte // kwok stages leaving the selected pods alone
 	readyFile string // written by the runner once it watches pods
+	gogc      string // Options.HostExecGOGC
 }
 
 // newHostExec runs the runner with the sandbox binary when both binaries are
@@ -120,6 +121,7 @@ func newHostExec(dir string, o Options, b hostBinaries) (hostExec, error) {
 		images:    o.HostExecImages,
 		stages:    renderStages(m.StageExpression()),
 		readyFile: filepath.Join(dir, "hostexec.ready"),
+		gogc:      o.HostExecGOGC,
 	}
 	if b.sandbox != "" && b.operator != "" {
 		hx.binary, hx.program = b.sandbox, b.operator
@@ -165,6 +167,9 @@ func hostExecArgs(l layout, hx hostExec) []string {
 	}
 	for _, s := range hx.selectors {
 		args = append(args, "--selector="+s)
+	}
+	if hx.gogc != "" {
+		args = append(args, "--gogc="+hx.gogc)
 	}
 	for _, image := range slices.Sorted(maps.Keys(hx.images)) {
 		args = append(args, "--image="+image+"="+hx.images[image])

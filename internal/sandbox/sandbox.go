@@ -35,7 +35,11 @@ type Options struct {
 	// are all on loopback, where compression only costs CPU (a tenth of the
 	// API server's in the e2e suite's canary test, most of it lists).
 	UncompressedResponses bool
-	Log                   io.Writer // progress lines; nil = discard
+	// HostExecGOGC, when set, is the GOGC of the host-executed programs whose
+	// container sets none (the strategy dumps, KubeVirt's own operators);
+	// empty: their own default, as in a cluster.
+	HostExecGOGC string
+	Log          io.Writer // progress lines; nil = discard
 
 	// SandboxBinary is the virt-sandbox binary that runs the sandbox's own
 	// background processes: the runner of host-executed pods (`virt-sandbox

@@ -328,6 +328,10 @@ func TestRenderStagesAndHostExecArgs(t *testing.T) {
 	if got := hostExecArgs(l, hx); !slices.Equal(got[len(got)-2:], []string{"--selector=a=b", "--selector=c"}) {
 		t.Errorf("selectors: %v", got)
 	}
+	hx.gogc = "400"
+	if got := hostExecArgs(l, hx); got[len(got)-1] != "--gogc=400" {
+		t.Errorf("a GOGC for the programs: %v", got)
+	}
 }
 
 func TestResolveBinaries(t *testing.T) {

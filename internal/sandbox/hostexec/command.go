@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -273,6 +274,17 @@ func ProcessEnv(podName, home, kubeconfig string, containerEnv []string) []strin
 		env = append(env, "KUBECONFIG="+kubeconfig)
 	}
 	return env
+}
+
+// WithGOGC is env with GOGC=gogc first, unless gogc is empty or env sets GOGC
+// (a container's own setting wins). Tests run the host-executed programs (the
+// strategy dumps, KubeVirt's own operators) at the sandbox components' GOGC:
+// on two cores the collector's CPU is the suite's wall time.
+func WithGOGC(env []string, gogc string) []string {
+	if gogc == "" || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") }) {
+		return env
+	}
+	return append([]string{"GOGC=" + gogc}, env...)
 }
 
 func hostPath() string {

@@ -148,6 +148,24 @@ func TestContainerEnv(t *testing.T) {
 	}
 }
 
+func TestWithGOGC(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  []string
+		gogc string
+		want []string
+	}{
+		{"none asked", []string{"A=1"}, "", []string{"A=1"}},
+		{"asked", []string{"A=1"}, "400", []string{"GOGC=400", "A=1"}},
+		{"the container's own wins", []string{"GOGC=50", "A=1"}, "400", []string{"GOGC=50", "A=1"}},
+		{"a look-alike is not GOGC", []string{"GOGCX=1"}, "400", []string{"GOGC=400", "GOGCX=1"}},
+	} {
+		if got := WithGOGC(slices.Clone(c.env), c.gogc); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 func TestProcessEnv(t *testing.T) {
 	t.Setenv("PATH", "/host/bin")
 	t.Setenv("TMPDIR", "")

@@ -57,6 +57,9 @@ type Options struct {
 	Concurrency int
 	// Log receives the runner's own messages; nil discards them.
 	Log *slog.Logger
+	// GOGC, when set, is every process's GOGC unless its container sets one
+	// (see WithGOGC); empty: the programs' own default.
+	GOGC string
 }
 
 // LogFileName is the name, in Options.LogDir, of the log of a pod's processes.
@@ -350,7 +353,7 @@ func (r *Runner) commands(ctx context.Context, pod *corev1.Pod) ([]command, erro
 		cmds = append(cmds, command{
 			container: c.Name,
 			argv:      argv,
-			env:       ProcessEnv(pod.Name, dir, kubeconfig, cenv),
+			env:       WithGOGC(ProcessEnv(pod.Name, dir, kubeconfig, cenv), r.o.GOGC),
 			dir:       dir,
 		})
 	}

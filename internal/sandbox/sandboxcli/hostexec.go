@@ -89,5 +89,6 @@ func NewHostExecCommand() *cobra.Command {
 	f.BoolVar(&o.PodCredentials, "pod-credentials", true, "run each pod's processes with a token of the pod's ServiceAccount (its RBAC, as in a pod), not with --kubeconfig's credentials")
 	f.DurationVar(&o.Timeout, "timeout", hostexec.DefaultTimeout, "longest run of one pod (a shorter activeDeadlineSeconds wins)")
 	f.IntVar(&o.Concurrency, "concurrency", hostexec.DefaultConcurrency, "pods run at once")
+	f.StringVar(&o.GOGC, "gogc", "", "GOGC of every process whose container sets none (empty: the programs' own)")
 	return cmd
 }

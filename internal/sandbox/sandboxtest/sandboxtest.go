@@ -18,12 +18,18 @@ import (
 // startTimeout bounds one sandbox start on a slow, shared machine.
 const startTimeout = 4 * time.Minute
 
+// testGOGC is the host-executed programs' GOGC in tests: the sandbox
+// components' (sandbox.componentGCPercent), for the same reason.
+const testGOGC = "400"
+
 // Start brings up a sandbox with nodes kwok nodes in a fresh temporary directory and
 // stops it when the test ends. CRDDir defaults to <repo>/config/crd/bases; opts may
 // change any option. Missing cluster binaries fail the test with how to build them.
 // A test's API server sends its responses uncompressed (CPU the suite's wall time
-// pays for, and no test's point); a benchmark's compresses them, as a real
-// cluster's does, so that what it measures is what a cluster costs.
+// pays for, and no test's point), and a test's host-executed programs collect
+// garbage at the components' GOGC (testGOGC); a benchmark's compresses them and
+// runs the programs with their own default, as a real cluster does, so that
+// what it measures is what a cluster costs.
 func Start(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *sandbox.Sandbox {
 	t.Helper()
 	_, bench := t.(*testing.B)
@@ -33,6 +39,9 @@ func Start(t testing.TB, nodes int, opts ...func(*sandbox.Options)) *sandbox.San
 		CRDDir:                filepath.Join(RepoRoot(), "config", "crd", "bases"),
 		Log:                   t.Output(),
 		UncompressedResponses: !bench,
+	}
+	if !bench {
+		o.HostExecGOGC = testGOGC
 	}
 	for _, opt := range opts {
 		opt(&o)
