@@ -47,14 +47,25 @@ func checkMetricsAccess(t *testing.T, ctx context.Context, ns, addr string) {
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), binding) })
 
 	url := "https://" + addr + "/metrics"
+	// The metrics server starts beside the health probes, not before them: a
+	// loaded machine has answered /healthz with nothing listening here yet.
+	var answer string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		var code int
+		code, answer = sandboxtest.Scrape(url, "")
+		return code != 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the metrics endpoint never answered: %s", answer)
+	}
 	if code, _ := sandboxtest.Scrape("http://"+addr+"/metrics", ""); code == http.StatusOK {
 		t.Error("/metrics answered plain HTTP")
 	}
-	if code, _ := sandboxtest.Scrape(url, ""); code != http.StatusUnauthorized {
-		t.Errorf("without a token: %d, want 401", code)
+	if code, body := sandboxtest.Scrape(url, ""); code != http.StatusUnauthorized {
+		t.Errorf("without a token: %d, want 401: %.200s", code, body)
 	}
-	if code, _ := sandboxtest.Scrape(url, stranger); code != http.StatusForbidden {
-		t.Errorf("an account without the reader role: %d, want 403", code)
+	if code, body := sandboxtest.Scrape(url, stranger); code != http.StatusForbidden {
+		t.Errorf("an account without the reader role: %d, want 403: %.200s", code, body)
 	}
 	// The authorizer caches nothing negative for long, but the binding may take
 	// a moment to reach the API server's RBAC cache.
