@@ -213,7 +213,9 @@ func metaOf(o runtime.Object) (*metav1.ObjectMeta, error) {
 }
 
 // forget drops what is mirrored of gvr (of everything, for an empty one),
-// before a write to it.
+// once a write to it has returned: a read racing the write (the applier writes
+// concurrently) fetches and stores under m.mu, so whatever it stored, old or
+// new, is dropped here.
 func (m *metaMirror) forget(gvr schema.GroupVersionResource) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -225,32 +227,32 @@ func (m *metaMirror) forget(gvr schema.GroupVersionResource) {
 }
 
 func (m *metaMirror) Add(obj runtime.Object) error {
-	m.forget(schema.GroupVersionResource{})
+	defer m.forget(schema.GroupVersionResource{})
 	return m.ObjectTracker.Add(obj)
 }
 
 func (m *metaMirror) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
-	m.forget(gvr)
+	defer m.forget(gvr)
 	return m.ObjectTracker.Create(gvr, obj, ns, opts...)
 }
 
 func (m *metaMirror) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
-	m.forget(gvr)
+	defer m.forget(gvr)
 	return m.ObjectTracker.Update(gvr, obj, ns, opts...)
 }
 
 func (m *metaMirror) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
-	m.forget(gvr)
+	defer m.forget(gvr)
 	return m.ObjectTracker.Patch(gvr, obj, ns, opts...)
 }
 
 func (m *metaMirror) Apply(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
-	m.forget(gvr)
+	defer m.forget(gvr)
 	return m.ObjectTracker.Apply(gvr, obj, ns, opts...)
 }
 
 func (m *metaMirror) Delete(gvr schema.GroupVersionResource, ns, name string, opts ...metav1.DeleteOptions) error {
-	m.forget(gvr)
+	defer m.forget(gvr)
 	return m.ObjectTracker.Delete(gvr, ns, name, opts...)
 }
 
