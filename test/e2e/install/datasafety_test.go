@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/virt-operator/virt-operator/api/v1"
@@ -245,20 +246,25 @@ func TestMetadataEditsNeedNoOperator(t *testing.T) {
 	e.waitAvailable(3 * time.Minute)
 	e.stopOperator()
 
-	kv := e.kubeVirt()
-	kv.Labels = map[string]string{"team": "platform"}
-	kv.Finalizers = append(kv.Finalizers, "example.com/audit")
-	if err := e.c.Update(context.Background(), kv); err != nil {
+	// Each edit reads, changes and writes again on a conflict: a status write
+	// the stopped operator had sent may still commit after its client gave up.
+	update := func(mutate func(*v1.KubeVirt)) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			kv := e.kubeVirt()
+			mutate(kv)
+			return e.c.Update(context.Background(), kv)
+		})
+	}
+	if err := update(func(kv *v1.KubeVirt) {
+		kv.Labels = map[string]string{"team": "platform"}
+		kv.Finalizers = append(kv.Finalizers, "example.com/audit")
+	}); err != nil {
 		t.Fatalf("a metadata-only update needed the operator: %v", err)
 	}
-	kv = e.kubeVirt()
-	kv.Finalizers = []string{metadata.KubeVirtFinalizer}
-	if err := e.c.Update(context.Background(), kv); err != nil {
+	if err := update(func(kv *v1.KubeVirt) { kv.Finalizers = []string{metadata.KubeVirtFinalizer} }); err != nil {
 		t.Fatalf("removing a finalizer needed the operator: %v", err)
 	}
-	kv = e.kubeVirt()
-	kv.Spec.ImageTag = "v1.8.4"
-	err := e.c.Update(context.Background(), kv)
+	err := update(func(kv *v1.KubeVirt) { kv.Spec.ImageTag = "v1.8.4" })
 	if err == nil || !strings.Contains(err.Error(), "kubevirt-update-validator.kubevirt.io") {
 		t.Fatalf("a spec edit with the operator down: %v, want refused by the update webhook", err)
 	}
