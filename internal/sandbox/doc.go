@@ -11,6 +11,9 @@
 //     Down waits for every pid to be gone (SIGKILL after a grace period): kube-apiserver
 //     shuts down slowly and would otherwise keep its port while the next sandbox starts.
 //   - Every port is picked at runtime on 127.0.0.1, so several sandboxes can run at once.
+//     A port is free when picked and may be taken before etcd or kube-apiserver binds
+//     it (an outgoing connection draws from the same range): a start that lost one is
+//     made again on new ports, three starts at most (onFreshPorts).
 //   - Certificates, the service-account key pair, a static admin token (group
 //     system:masters) and the kubeconfig are generated in Go; every component uses the
 //     same admin kubeconfig. Authorization is RBAC only: there is no kubelet to authorize.

@@ -80,10 +80,30 @@ func (p *process) exited() bool {
 	}
 }
 
-// deathError describes an early exit, with the end of the process's log.
+// deathError describes an early exit, with the end of the process's log. An
+// exit because a port was in use is errPortTaken too.
 func (p *process) deathError() error {
-	return fmt.Errorf("%s exited early (%v); last lines of %s:\n%s", p.name, p.err, p.log, tailFile(p.log, 20))
+	tail := tailFile(p.log, 20)
+	return &earlyExit{
+		msg:       fmt.Sprintf("%s exited early (%v); last lines of %s:\n%s", p.name, p.err, p.log, tail),
+		portTaken: strings.Contains(tail, "address already in use"),
+	}
 }
+
+// errPortTaken: a component could not bind a port freePorts had picked.
+// freePorts closes its listeners before the components start, and in between
+// any process on the machine may take the port (an outgoing connection gets
+// one from the same range).
+var errPortTaken = errors.New("a port picked for the sandbox was taken before its component bound it")
+
+type earlyExit struct {
+	msg       string
+	portTaken bool
+}
+
+func (e *earlyExit) Error() string { return e.msg }
+
+func (e *earlyExit) Is(target error) bool { return target == errPortTaken && e.portTaken }
 
 // tailFile returns the last n lines of a file (reading at most its last 64 KiB).
 func tailFile(path string, n int) string {

@@ -118,22 +118,58 @@ func Up(ctx context.Context, o Options) (*Sandbox, error) {
 	if err := prepareDir(dir); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{Dir: dir, log: o.Log, state: &stateWriter{path: filepath.Join(dir, stateFile)}}
-	if s.log == nil {
-		s.log = io.Discard
+	logw := o.Log
+	if logw == nil {
+		logw = io.Discard
 	}
-	// An empty state.json first: it marks DIR as a sandbox that Down may remove.
-	if err := s.state.update(func(*state) {}); err != nil {
-		return nil, err
-	}
-	if err := s.up(ctx, o, binDir); err != nil {
-		if derr := Down(dir); derr != nil {
-			err = fmt.Errorf("%w (cleaning up: %v)", err, derr)
+	var s *Sandbox
+	err = onFreshPorts(portAttempts, logw, func() error {
+		s = &Sandbox{Dir: dir, log: logw, state: &stateWriter{path: filepath.Join(dir, stateFile)}}
+		// An empty state.json first: it marks DIR as a sandbox that Down may remove.
+		if err := s.state.update(func(*state) {}); err != nil {
+			return err
 		}
+		err := s.up(ctx, o, binDir)
+		if err == nil {
+			return nil
+		}
+		// Down removes DIR; a start again needs it as prepareDir left it.
+		if derr := Down(dir); derr != nil {
+			return fmt.Errorf("%w (cleaning up: %v)", err, derr)
+		}
+		if errors.Is(err, errPortTaken) {
+			if merr := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); merr != nil {
+				return fmt.Errorf("%v (starting again: %w)", err, merr)
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	s.logf("sandbox up in %s", since(start))
 	return s, nil
+}
+
+// portAttempts bounds the starts of one sandbox that lose a port (errPortTaken).
+const portAttempts = 3
+
+// onFreshPorts runs start, which picks its ports anew each time, again after a
+// start that lost one of them to another process, up to attempts times in all.
+// Any other failure ends it at once.
+func onFreshPorts(attempts int, log io.Writer, start func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := start()
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == attempts {
+			return err
+		}
+		_, _ = fmt.Fprintf(log, "%s; starting again on other ports (attempt %d of %d)\n", firstLine(err.Error()), attempt+1, attempts)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // prepareDir refuses a directory holding a running sandbox or unrelated files, and
