@@ -124,6 +124,10 @@ func Up(ctx context.Context, o Options) (*Sandbox, error) {
 	}
 	var s *Sandbox
 	err = onFreshPorts(portAttempts, logw, func() error {
+		// DIR as prepareDir leaves it: a failed start removed it (Down).
+		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+			return err
+		}
 		s = &Sandbox{Dir: dir, log: logw, state: &stateWriter{path: filepath.Join(dir, stateFile)}}
 		// An empty state.json first: it marks DIR as a sandbox that Down may remove.
 		if err := s.state.update(func(*state) {}); err != nil {
@@ -133,14 +137,9 @@ func Up(ctx context.Context, o Options) (*Sandbox, error) {
 		if err == nil {
 			return nil
 		}
-		// Down removes DIR; a start again needs it as prepareDir left it.
 		if derr := Down(dir); derr != nil {
-			return fmt.Errorf("%w (cleaning up: %v)", err, derr)
-		}
-		if errors.Is(err, errPortTaken) {
-			if merr := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); merr != nil {
-				return fmt.Errorf("%v (starting again: %w)", err, merr)
-			}
+			// Not a start to make again over what could not be stopped.
+			return fmt.Errorf("%s (cleaning up: %w)", err, derr)
 		}
 		return err
 	})
