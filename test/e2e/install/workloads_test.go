@@ -445,9 +445,11 @@ func TestWorkloadUpdatesAfterUpgrade(t *testing.T) {
 	if len(migs.perVMI) != vms-nonMigratable {
 		t.Errorf("%d VMIs migrated, want %d", len(migs.perVMI), vms-nonMigratable)
 	}
-	if n := e.eventsIn(vmNamespace, core.ReasonFailedMigration); n < 2 {
-		t.Errorf("%d FailedMigration events, want one per failed migration (2)", n)
-	}
+	// The recorder writes Events after the fact, and a loaded API server has
+	// written the second one after the drain ended.
+	e.eventually("a FailedMigration event per failed migration (2)", time.Minute, func() (bool, error) {
+		return e.eventsIn(vmNamespace, core.ReasonFailedMigration) >= 2, nil
+	})
 	// The interval, on the objects' own times rather than on when this test saw
 	// a batch. status.workloadUpdates.lastEvictionBatch is written before a
 	// batch's evictions, rounded up to the second, and a restarted operator plans
